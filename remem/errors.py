@@ -1,0 +1,90 @@
+"""Exceptions raised by remem.
+
+    RememError
+    ├── ConfigError (also ValueError)       bad configuration or bad input at a door
+    │   └── ValidationError                 a field of a call failed validation
+    ├── NotFoundError (also LookupError)    no memory with that id in that scope
+    ├── StoreError                          the store file cannot be used
+    │   ├── SchemaVersionError              written by a newer remem, or not a remem store
+    │   └── EmbedderMismatchError           the store was built with another embedder
+    ├── EmbeddingError                      the embedder failed
+    └── ClosedError (also RuntimeError)     the Memory was used after close()
+"""
+
+from __future__ import annotations
+
+__all__ = [
+    "ClosedError",
+    "ConfigError",
+    "EmbedderMismatchError",
+    "EmbeddingError",
+    "NotFoundError",
+    "RememError",
+    "SchemaVersionError",
+    "StoreError",
+    "ValidationError",
+]
+
+
+class RememError(Exception):
+    """Root of every error remem raises on purpose."""
+
+
+class ConfigError(RememError, ValueError):
+    """A setting or an argument is not usable; the message says which and why."""
+
+
+class ValidationError(ConfigError):
+    """A field of a call failed validation.
+
+    ``field`` names the offending field (``"messages[2].content"``), ``problem`` says
+    what was wrong with it.
+    """
+
+    def __init__(self, field: str, problem: str) -> None:
+        self.field = field
+        self.problem = problem
+        super().__init__(f"{field}: {problem}")
+
+
+class NotFoundError(RememError, LookupError):
+    """No memory with this id exists in the given scope."""
+
+    def __init__(self, memory_id: str) -> None:
+        self.memory_id = memory_id
+        super().__init__(
+            f"no memory with id {memory_id!r} in this scope; "
+            "check the id (e.g. with `remem list`) and the scope options"
+        )
+
+
+class StoreError(RememError):
+    """The store file cannot be opened or written."""
+
+
+class SchemaVersionError(StoreError):
+    """The file was written by a newer remem, or is not a remem store at all."""
+
+
+class EmbedderMismatchError(StoreError):
+    """The store's vectors were made by a different embedder than the one configured."""
+
+    def __init__(self, stored: str, configured: str) -> None:
+        self.stored = stored
+        self.configured = configured
+        super().__init__(
+            f"this store was embedded with {stored!r} but {configured!r} is configured; "
+            f"open it with the same embedder, or run `remem reembed` to rebuild its vectors "
+            f"with {configured!r}"
+        )
+
+
+class EmbeddingError(RememError):
+    """The embedding model failed to load or to embed."""
+
+
+class ClosedError(RememError, RuntimeError):
+    """The Memory was used after close()."""
+
+    def __init__(self) -> None:
+        super().__init__("this Memory is closed; open a new one with Memory(path)")

@@ -1,0 +1,245 @@
+"""Domain types: scopes, episodes, memories, agent events, search hits."""
+
+from __future__ import annotations
+
+import os
+import time
+from datetime import datetime, timezone
+from typing import Annotated, Any, Literal
+
+from pydantic import BaseModel, ConfigDict, Field
+
+__all__ = [
+    "AddResult",
+    "AgentEvent",
+    "ErrorEvent",
+    "FileEdit",
+    "Hit",
+    "HistoryEntry",
+    "MemoryItem",
+    "Page",
+    "Scope",
+    "Source",
+    "Stats",
+    "TaskEnd",
+    "TaskStart",
+    "ToolCall",
+    "EPISODE_KINDS",
+    "new_id",
+    "utcnow",
+]
+
+#: Kinds of the raw, verbatim rows; every other kind is derived by the memory agent.
+EPISODE_KINDS = ("episode", "event")
+
+Status = Literal["active", "superseded", "archived", "forgotten"]
+
+
+def utcnow() -> datetime:
+    """The current time, timezone-aware, in UTC."""
+    return datetime.now(timezone.utc)
+
+
+def new_id(prefix: str) -> str:
+    """A unique id that sorts by creation time: ``prefix`` + 12 hex of ms + 10 random hex."""
+    return f"{prefix}{int(time.time() * 1000):012x}{os.urandom(5).hex()}"
+
+
+class Scope(BaseModel):
+    """Who a memory belongs to. Each field is a hard partition checked in the store.
+
+    ``org_id`` always applies (default ``"default"``); the others narrow a query when
+    given and are recorded on everything written.
+    """
+
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+    org_id: str = "default"
+    user_id: str | None = None
+    agent_id: str | None = None
+    project: str | None = None
+    session_id: str | None = None
+
+
+class MemoryItem(BaseModel):
+    """One memory: a raw episode (kind ``episode`` or ``event``) or a derived memory."""
+
+    model_config = ConfigDict(frozen=True)
+
+    id: str
+    kind: str
+    text: str
+    status: Status = "active"
+    subject: str | None = None
+    role: str | None = None
+    maturity: str = "candidate"
+    version: int = 1
+    pinned: bool = False
+    org_id: str = "default"
+    user_id: str | None = None
+    agent_id: str | None = None
+    project: str | None = None
+    session_id: str | None = None
+    metadata: dict[str, Any] = Field(default_factory=dict)
+    event_time: datetime | None = None
+    observed_at: datetime
+    created_at: datetime
+    updated_at: datetime
+    valid_from: datetime | None = None
+    valid_to: datetime | None = None
+    sources: list[str] = Field(default_factory=list, description="ids of source episodes")
+
+    @property
+    def is_episode(self) -> bool:
+        """True for a raw, verbatim turn or event."""
+        return self.kind in EPISODE_KINDS
+
+
+class Source(BaseModel):
+    """An episode a memory came from, with the metadata given when it was added."""
+
+    model_config = ConfigDict(frozen=True)
+
+    id: str
+    role: str | None
+    text: str
+    session_id: str | None
+    event_time: datetime | None
+    metadata: dict[str, Any]
+
+
+class Hit(BaseModel):
+    """One search result: the memory, its fused score, how it was found, its sources."""
+
+    model_config = ConfigDict(frozen=True)
+
+    memory: MemoryItem
+    score: float
+    channels: dict[str, int] = Field(description="recall channel -> rank (1 = best) in it")
+    reasons: list[str] = Field(default_factory=list)
+    sources: list[Source] = Field(default_factory=list)
+    tokens: int = 0
+
+
+class AddResult(BaseModel):
+    """What ``add`` returns at once: one episode id per message, and queued job ids."""
+
+    model_config = ConfigDict(frozen=True)
+
+    episode_ids: list[str]
+    job_ids: list[str]
+
+
+class HistoryEntry(BaseModel):
+    """One change in a memory's life: its creation, an update, a forget, a supersession."""
+
+    model_config = ConfigDict(frozen=True)
+
+    memory_id: str
+    version: int
+    action: str
+    text: str
+    status: str
+    reason: str | None
+    at: datetime
+
+
+class Stats(BaseModel):
+    """Counts and sizes of a store."""
+
+    model_config = ConfigDict(frozen=True)
+
+    path: str
+    episodes: int
+    memories: int
+    by_kind: dict[str, int]
+    by_status: dict[str, int]
+    passages: int
+    vectors: int
+    jobs: dict[str, int]
+    embedder: str
+    schema_version: int
+    size_bytes: int
+
+
+class Page(list):  # type: ignore[type-arg]
+    """A list of memories with ``next_cursor`` for the page after it (None at the end)."""
+
+    def __init__(self, items: list[MemoryItem], next_cursor: str | None) -> None:
+        super().__init__(items)
+        self.next_cursor = next_cursor
+
+
+# --- coding-agent events -------------------------------------------------------------
+
+class _Event(BaseModel):
+    model_config = ConfigDict(extra="allow")
+
+    timestamp: datetime | None = None
+    session_id: str | None = None
+
+
+class ToolCall(_Event):
+    """A tool the agent ran, e.g. a shell command, with its exit code and output tail."""
+
+    type: Literal["tool_call"]
+    tool: str = "Bash"
+    command: str | None = None
+    input: dict[str, Any] | None = None
+    exit_code: int | None = None
+    output: str | None = None
+
+
+class FileEdit(_Event):
+    """A file the agent created or changed."""
+
+    type: Literal["file_edit"]
+    path: str
+    change: str | None = None
+
+
+class ErrorEvent(_Event):
+    """An error the agent hit outside a tool call."""
+
+    type: Literal["error"]
+    message: str
+    detail: str | None = None
+
+
+class TaskStart(_Event):
+    """The agent started a task."""
+
+    type: Literal["task_start"]
+    task: str
+
+
+class TaskEnd(_Event):
+    """The agent finished a task, with how it went."""
+
+    type: Literal["task_end"]
+    task: str | None = None
+    outcome: str | None = None
+
+
+AgentEvent = Annotated[
+    ToolCall | FileEdit | ErrorEvent | TaskStart | TaskEnd, Field(discriminator="type")
+]
+
+
+def render_event(event: ToolCall | FileEdit | ErrorEvent | TaskStart | TaskEnd) -> str:
+    """The searchable one-paragraph text of an event."""
+    if isinstance(event, ToolCall):
+        head = f"{event.tool}: {event.command}" if event.command else f"{event.tool} {event.input}"
+        parts = [head]
+        if event.exit_code is not None:
+            parts.append(f"exit code {event.exit_code}")
+        if event.output:
+            parts.append(event.output[-2000:])
+        return "\n".join(parts)
+    if isinstance(event, FileEdit):
+        return f"edited {event.path}" + (f": {event.change}" if event.change else "")
+    if isinstance(event, ErrorEvent):
+        return f"error: {event.message}" + (f"\n{event.detail}" if event.detail else "")
+    if isinstance(event, TaskStart):
+        return f"task started: {event.task}"
+    return f"task ended: {event.task or ''} outcome: {event.outcome or 'unknown'}".strip()

@@ -1,0 +1,5 @@
+"""Retrieval: query analysis, recall channels, fusion, packing."""
+
+from .retriever import Retriever
+
+__all__ = ["Retriever"]

@@ -1,0 +1,81 @@
+"""The multi-stage retriever: plan -> recall channels -> fusion -> neighbours -> packing."""
+
+from __future__ import annotations
+
+from datetime import datetime
+
+from ..config import RetrievalConfig
+from ..embed import Embedder
+from ..model import Hit, Scope
+from ..store.base import Filters
+from ..store.sqlite import SQLiteStore
+from ..text import estimate_tokens
+from .fusion import rrf
+from .query import analyse
+
+__all__ = ["Retriever"]
+
+
+class Retriever:
+    """Finds the memories that answer a query, each with how it was found.
+
+    Channels: ``fulltext`` (BM25 over passages), ``vector`` (cosine over passages),
+    ``time`` (inside a time span the query names), ``neighbor`` (the turns just before
+    and after the strongest hits). No LLM anywhere on this path.
+    """
+
+    def __init__(self, store: SQLiteStore, embedder: Embedder, config: RetrievalConfig) -> None:
+        self.store = store
+        self.embedder = embedder
+        self.config = config
+
+    def __call__(self, query: str, *, scope: Scope, filters: Filters, k: int,
+                 budget_tokens: int | None, now: datetime) -> list[Hit]:
+        cfg = self.config
+        plan = analyse(query, now)
+        rankings: dict[str, list[int]] = {}
+        reasons: dict[str, str] = {}
+        rankings["fulltext"] = [r for r, _ in self.store.fulltext(plan.terms, scope, filters, cfg.candidates)]
+        reasons["fulltext"] = "matched words: " + ", ".join(plan.terms[:8])
+        if cfg.weight_vector > 0:
+            vec = self.embedder.embed_queries([query])[0]
+            rankings["vector"] = [r for r, _ in self.store.vector(vec, scope, filters, cfg.candidates)]
+            reasons["vector"] = "close in meaning"
+        if plan.span is not None and cfg.weight_time > 0:
+            start, end = plan.span
+            rankings["time"] = [r for r, _ in self.store.time_window(start, end, scope, filters, cfg.candidates)]
+            reasons["time"] = f"inside the time span the query names ({datetime.fromtimestamp(start).date()})"
+        weights = {"fulltext": cfg.weight_fulltext, "vector": cfg.weight_vector,
+                   "time": cfg.weight_time, "neighbor": cfg.weight_neighbor}
+        scores, ranks = rrf(rankings, weights, cfg.rrf_k)
+        if cfg.neighbor_seeds and cfg.weight_neighbor > 0 and scores:
+            seeds = sorted(scores, key=scores.__getitem__, reverse=True)[: cfg.neighbor_seeds]
+            pairs = self.store.neighbors(seeds, cfg.neighbor_window, scope, filters)
+            order = {s: i for i, s in enumerate(seeds)}
+            rankings["neighbor"] = [n for n, _ in sorted(pairs, key=lambda p: order[p[1]])]
+            reasons["neighbor"] = "next to a strong hit in the same conversation"
+            scores, ranks = rrf(rankings, weights, cfg.rrf_k)
+        ordered = sorted(scores, key=lambda r: (-scores[r], r))[: max(k * 4, k + 20)]
+        items = self.store.get_rows(ordered)
+        hits: list[int] = []
+        used = 0
+        for rowid in ordered:
+            if rowid not in items:
+                continue
+            if budget_tokens is not None:
+                cost = estimate_tokens(items[rowid].text)
+                if used + cost > budget_tokens:
+                    continue
+                used += cost
+            hits.append(rowid)
+            if len(hits) >= k:
+                break
+        sources = self.store.sources(hits)
+        return [
+            Hit.model_construct(
+                memory=items[r], score=scores[r], channels=ranks[r],
+                reasons=[reasons[c] for c in ranks[r]], sources=sources[r],
+                tokens=estimate_tokens(items[r].text),
+            )
+            for r in hits
+        ]

@@ -1,0 +1,116 @@
+"""The background worker: runs queued embedding jobs in a thread of the library."""
+
+from __future__ import annotations
+
+import logging
+import threading
+import time
+
+from ..embed import Embedder
+from ..store.base import Job
+from ..store.sqlite import SQLiteStore
+
+__all__ = ["EmbedWorker"]
+
+log = logging.getLogger(__name__)
+
+
+class EmbedWorker:
+    """Embeds the passages of queued ``embed`` jobs and stores their vectors.
+
+    ``run_once`` does one step and can be called inline; ``start`` runs steps in a
+    daemon thread until ``stop``. Several workers, in several processes, can share one
+    store: a job is leased when claimed and a crashed worker's lease runs out.
+    """
+
+    def __init__(self, store: SQLiteStore, embedder: Embedder, *, batch: int = 32,
+                 lease_s: float = 300.0) -> None:
+        self.store = store
+        self.embedder = embedder
+        self.batch = batch
+        self.lease_s = lease_s
+        self._wake = threading.Event()
+        self._stop = threading.Event()
+        self._thread: threading.Thread | None = None
+        self.idle = threading.Condition()
+
+    def _embed(self, jobs: list[Job]) -> None:
+        wanted = [p for job in jobs for p in job.payload.get("passages", [])]
+        todo = self.store.unembedded(wanted)
+        for i in range(0, len(todo), self.batch):
+            chunk = todo[i : i + self.batch]
+            vectors = self.embedder.embed_passages([text for _, text in chunk])
+            last = i + self.batch >= len(todo)
+            self.store.put_vectors([(r, v) for (r, _), v in zip(chunk, vectors)],
+                                   jobs if last else [])
+        if not todo:
+            self.store.put_vectors([], jobs)
+
+    def run_once(self) -> int:
+        """Claim and run a batch of embed jobs; return how many jobs were handled."""
+        jobs = self.store.claim_jobs("embed", self.batch, self.lease_s)
+        if not jobs:
+            return 0
+        try:
+            self._embed(jobs)
+        except Exception as exc:  # a failed batch is retried later, never dropped
+            log.warning("embedding %d jobs failed: %s", len(jobs), exc)
+            for job in jobs:
+                self.store.fail_job(job, f"{type(exc).__name__}: {exc}", retry_in=2.0 ** job.attempts)
+        return len(jobs)
+
+    def start(self) -> None:
+        """Start the thread if it is not running."""
+        if self._thread is None or not self._thread.is_alive():
+            self._stop.clear()
+            self._thread = threading.Thread(target=self._loop, name="remem-worker", daemon=True)
+            self._thread.start()
+
+    def wake(self) -> None:
+        """Tell the thread there is new work."""
+        self.start()
+        self._wake.set()
+
+    def stop(self, timeout: float = 10.0) -> None:
+        """Finish the current step and stop the thread."""
+        self._stop.set()
+        self._wake.set()
+        if self._thread is not None:
+            self._thread.join(timeout)
+
+    def _loop(self) -> None:
+        while not self._stop.is_set():
+            try:
+                done = self.run_once()
+            except Exception:  # the store was closed under us, or is unreadable
+                log.exception("worker step failed")
+                done = 0
+            with self.idle:
+                self.idle.notify_all()
+            if not done:
+                self._wake.wait(1.0)
+                self._wake.clear()
+        with self.idle:
+            self.idle.notify_all()
+
+    @property
+    def running(self) -> bool:
+        return self._thread is not None and self._thread.is_alive()
+
+
+def wait_for(store: SQLiteStore, worker: EmbedWorker, job_ids: set[str],
+             timeout: float | None) -> set[str]:
+    """Block until none of ``job_ids`` is queued or running; return those still pending."""
+    deadline = None if timeout is None else time.monotonic() + timeout
+    pending = set(job_ids)
+    while pending:
+        states = store.job_states(sorted(pending))
+        pending = {j for j in pending if states.get(j) in ("queued", "running")}
+        if not pending or (deadline is not None and time.monotonic() > deadline):
+            return pending
+        if worker.running:
+            with worker.idle:
+                worker.idle.wait(0.05)
+        elif not worker.run_once():
+            time.sleep(0.05)
+    return pending

@@ -1,0 +1,122 @@
+"""Every SQL schema statement of the SQLite store, as numbered migrations.
+
+A store records its version in ``PRAGMA user_version`` and is marked as remem's by
+``PRAGMA application_id``. Migration N takes a store from version N-1 to N; each runs in
+one transaction with the version bump.
+"""
+
+from __future__ import annotations
+
+APPLICATION_ID = 0x52454D4D  # "REMM"
+
+MIGRATIONS: list[str] = [
+    # 1: episodes and memories, passages with full text and vectors, history, edges, jobs
+    """
+    CREATE TABLE meta (key TEXT PRIMARY KEY, value TEXT NOT NULL);
+
+    CREATE TABLE memories (
+        rowid INTEGER PRIMARY KEY,
+        id TEXT NOT NULL UNIQUE,
+        kind TEXT NOT NULL,
+        raw INTEGER NOT NULL,
+        text TEXT NOT NULL,
+        role TEXT,
+        subject TEXT,
+        status TEXT NOT NULL DEFAULT 'active',
+        maturity TEXT NOT NULL DEFAULT 'candidate',
+        version INTEGER NOT NULL DEFAULT 1,
+        pinned INTEGER NOT NULL DEFAULT 0,
+        org_id TEXT NOT NULL,
+        user_id TEXT,
+        agent_id TEXT,
+        project TEXT,
+        session_id TEXT,
+        metadata TEXT NOT NULL DEFAULT '{}',
+        event_time REAL,
+        observed_at REAL NOT NULL,
+        created_at REAL NOT NULL,
+        updated_at REAL NOT NULL,
+        valid_from REAL,
+        valid_to REAL
+    );
+    CREATE INDEX memories_user ON memories (org_id, user_id, raw, rowid);
+    CREATE INDEX memories_session ON memories (org_id, session_id, rowid);
+    CREATE INDEX memories_time ON memories (org_id, user_id, event_time);
+
+    CREATE TABLE memory_sources (
+        memory_rowid INTEGER NOT NULL REFERENCES memories (rowid) ON DELETE CASCADE,
+        episode_rowid INTEGER NOT NULL REFERENCES memories (rowid) ON DELETE CASCADE,
+        PRIMARY KEY (memory_rowid, episode_rowid)
+    ) WITHOUT ROWID;
+    CREATE INDEX memory_sources_episode ON memory_sources (episode_rowid);
+
+    CREATE TABLE passages (
+        rowid INTEGER PRIMARY KEY,
+        memory_rowid INTEGER NOT NULL REFERENCES memories (rowid) ON DELETE CASCADE,
+        seq INTEGER NOT NULL,
+        text TEXT NOT NULL,
+        tokens INTEGER NOT NULL
+    );
+    CREATE INDEX passages_memory ON passages (memory_rowid);
+
+    -- rowid = passages.rowid; body is the passage text segmented for CJK
+    CREATE VIRTUAL TABLE passages_fts USING fts5 (
+        body, tokenize = 'porter unicode61 remove_diacritics 2'
+    );
+    CREATE TRIGGER passages_fts_delete AFTER DELETE ON passages BEGIN
+        DELETE FROM passages_fts WHERE rowid = old.rowid;
+    END;
+
+    -- rowid only grows, so a reader can load the vectors added since it last looked
+    CREATE TABLE vectors (
+        rowid INTEGER PRIMARY KEY AUTOINCREMENT,
+        passage_rowid INTEGER NOT NULL UNIQUE REFERENCES passages (rowid) ON DELETE CASCADE,
+        vec BLOB NOT NULL
+    );
+    CREATE TRIGGER vectors_delete AFTER DELETE ON vectors BEGIN
+        UPDATE meta SET value = CAST(value AS INTEGER) + 1 WHERE key = 'vector_generation';
+    END;
+
+    CREATE TABLE versions (
+        rowid INTEGER PRIMARY KEY,
+        memory_rowid INTEGER NOT NULL REFERENCES memories (rowid) ON DELETE CASCADE,
+        version INTEGER NOT NULL,
+        action TEXT NOT NULL,
+        text TEXT NOT NULL,
+        status TEXT NOT NULL,
+        reason TEXT,
+        at REAL NOT NULL
+    );
+    CREATE INDEX versions_memory ON versions (memory_rowid);
+
+    CREATE TABLE edges (
+        src INTEGER NOT NULL REFERENCES memories (rowid) ON DELETE CASCADE,
+        dst INTEGER NOT NULL REFERENCES memories (rowid) ON DELETE CASCADE,
+        type TEXT NOT NULL,
+        weight REAL NOT NULL DEFAULT 1.0,
+        created_at REAL NOT NULL,
+        PRIMARY KEY (src, dst, type)
+    ) WITHOUT ROWID;
+    CREATE INDEX edges_dst ON edges (dst);
+
+    CREATE TABLE jobs (
+        rowid INTEGER PRIMARY KEY,
+        id TEXT NOT NULL UNIQUE,
+        kind TEXT NOT NULL,
+        payload TEXT NOT NULL DEFAULT '{}',
+        state TEXT NOT NULL DEFAULT 'queued',
+        priority INTEGER NOT NULL DEFAULT 0,
+        attempts INTEGER NOT NULL DEFAULT 0,
+        max_attempts INTEGER NOT NULL DEFAULT 5,
+        run_after REAL NOT NULL,
+        lease_until REAL,
+        last_error TEXT,
+        idempotency_key TEXT UNIQUE,
+        created_at REAL NOT NULL,
+        updated_at REAL NOT NULL
+    );
+    CREATE INDEX jobs_ready ON jobs (state, kind, priority, run_after);
+    """,
+]
+
+SCHEMA_VERSION = len(MIGRATIONS)

