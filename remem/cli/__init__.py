@@ -1,0 +1,16 @@
+"""The ``remem`` command line: thin commands over :class:`remem.Memory`.
+
+``app`` is the Typer application; ``main()`` runs it (the ``remem`` entry point).
+"""
+
+from __future__ import annotations
+
+from . import bench, commands, demo, transfer  # noqa: F401  (they register the commands)
+from .app import app
+
+__all__ = ["app", "main"]
+
+
+def main() -> None:
+    """Run the ``remem`` command line."""
+    app(prog_name="remem")

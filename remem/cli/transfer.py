@@ -1,0 +1,339 @@
+"""``remem import`` and ``remem export``: JSON Lines in and out of a store.
+
+An import file is checked in full before anything is added, so a bad line leaves the
+store as it was. A line is a message dict (``role``/``speaker``, ``content``/``text``,
+``metadata``, ``timestamp``), an agent event dict (with ``type``), or a line of
+``remem export`` (with ``id`` and ``kind``); any of them may carry scope keys.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import sys
+import tempfile
+from collections.abc import Iterable, Iterator
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import IO, Annotated, Any, Literal
+
+import typer
+from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeRemainingColumn
+
+from .._inputs import parse_events, parse_messages, parse_scope, parse_time
+from ..config import Config
+from ..errors import ValidationError
+from ..memory import Memory
+from ..model import EPISODE_KINDS, AddResult, Scope
+from .app import (
+    AgentOpt,
+    DbOpt,
+    JsonOpt,
+    OrgOpt,
+    ProjectOpt,
+    ScopeArgs,
+    SessionOpt,
+    UserOpt,
+    app,
+    boundary,
+    fail,
+    open_memory,
+    scope,
+)
+from .output import err_console, print_json
+
+SCOPE_KEYS = ("org_id", "user_id", "agent_id", "project", "session_id")
+BATCH = 64
+PROGRESS_FROM = 500  # lines; shorter files finish before a bar would help
+
+Kind = Literal["message", "event"]
+
+
+class LineError(Exception):
+    """A line of an import file that cannot be imported; the message names the line."""
+
+
+@dataclass(frozen=True)
+class Entry:
+    """One checked line of an import file, ready to add."""
+
+    line: int
+    scope: Scope
+    kind: Kind
+    body: dict[str, Any]
+    metadata: dict[str, Any] = field(default_factory=dict)
+    forgotten: bool = False
+    timestamp: str | None = None  # of an exported event that had none of its own
+
+    def group(self) -> tuple[Any, ...]:
+        """Entries with equal groups can be added in one call."""
+        meta = json.dumps(self.metadata, sort_keys=True, default=str)
+        return self.scope, self.kind, meta, self.timestamp
+
+
+@dataclass
+class Plan:
+    """What an import file holds: the entries to add and the lines skipped."""
+
+    entries: list[Entry] = field(default_factory=list)
+    skipped: int = 0
+
+
+# --- reading and checking -------------------------------------------------------------
+
+def read_lines(stream: IO[bytes]) -> Iterator[tuple[int, str]]:
+    """``(line number, text)`` of each non-blank line, decoded as UTF-8."""
+    for number, raw in enumerate(stream, 1):
+        try:
+            text = raw.decode("utf-8-sig" if number == 1 else "utf-8")
+        except UnicodeDecodeError as exc:
+            raise LineError(
+                f"line {number}: not UTF-8 text ({exc.reason} at byte {exc.start})") from None
+        if text.strip():
+            yield number, text
+
+
+def _field_error(number: int, exc: ValidationError, prefix: str) -> LineError:
+    where = exc.field.removeprefix(prefix).lstrip(".")
+    return LineError(f"line {number}: {where + ': ' if where else ''}{exc.problem}")
+
+
+@dataclass(frozen=True)
+class Exported:
+    """What a line of ``remem export`` becomes: a message or an event to add again."""
+
+    kind: Kind
+    body: dict[str, Any]
+    metadata: dict[str, Any]
+    forgotten: bool
+    timestamp: str | None = None
+
+
+def from_export(obj: dict[str, Any]) -> Exported | None:
+    """The message or event of a line of ``remem export``; None for a derived memory,
+    which import cannot re-create (the memory agent derives those)."""
+    if obj.get("kind") not in EPISODE_KINDS:
+        return None
+    metadata = obj.get("metadata") or {}
+    if not isinstance(metadata, dict):
+        raise ValidationError("metadata", f"expected an object, got {type(metadata).__name__}")
+    metadata = dict(metadata)
+    forgotten = obj.get("status") == "forgotten"
+    if obj["kind"] == "event" and isinstance(metadata.get("event"), dict):
+        event = dict(metadata.pop("event"))
+        stamp = obj.get("event_time") if event.get("timestamp") is None else None
+        parse_time(stamp, "event_time")
+        return Exported("event", event, metadata, forgotten, stamp)
+    body: dict[str, Any] = {"content": obj.get("text"), "metadata": metadata}
+    if obj.get("role") is not None:
+        body["role"] = obj["role"]
+    if obj.get("event_time") is not None:
+        body["timestamp"] = obj["event_time"]
+    return Exported("message", body, {}, forgotten)
+
+
+def _load(number: int, text: str) -> dict[str, Any]:
+    try:
+        obj = json.loads(text.strip())
+    except json.JSONDecodeError as exc:
+        raise LineError(f"line {number}: not valid JSON: {exc.msg} (column {exc.colno})") from None
+    if not isinstance(obj, dict):
+        raise LineError(f"line {number}: expected a JSON object, got {type(obj).__name__}")
+    return obj
+
+
+def _take_scope(obj: dict[str, Any], defaults: ScopeArgs) -> Scope:
+    """The line's scope (its keys over ``defaults``), removed from ``obj``; an event keeps
+    its own ``session_id``, a field of events."""
+    keep = {"session_id"} if "type" in obj else set()
+    given = {key: obj[key] if key in keep else obj.pop(key)
+             for key in SCOPE_KEYS if obj.get(key) is not None}
+    for key in set(SCOPE_KEYS) - keep:
+        obj.pop(key, None)
+    return parse_scope(**{**defaults, **given})
+
+
+def parse_line(number: int, text: str, defaults: ScopeArgs, max_chars: int) -> Entry | None:
+    """Check one line; the Entry to add, None for a line to skip, or LineError."""
+    obj = _load(number, text)
+    kind: Kind = "event" if "type" in obj else "message"
+    extra: dict[str, Any] = {}
+    prefix = ""
+    try:
+        line_scope = _take_scope(obj, defaults)
+        if "id" in obj and "kind" in obj:
+            exported = from_export(obj)
+            if exported is None:
+                return None
+            kind, obj = exported.kind, exported.body
+            extra = {"metadata": exported.metadata, "forgotten": exported.forgotten,
+                     "timestamp": exported.timestamp}
+        prefix = "events[0]" if kind == "event" else "messages[0]"
+        if kind == "event":
+            parse_events([obj])
+        else:
+            parse_messages([obj], max_chars)
+    except ValidationError as exc:
+        raise _field_error(number, exc, prefix) from None
+    return Entry(number, line_scope, kind, obj, **extra)
+
+
+def plan_import(lines: Iterable[tuple[int, str]], defaults: ScopeArgs, max_chars: int) -> Plan:
+    """Check every line; the entries to add, or LineError for the first bad line."""
+    plan = Plan()
+    for number, text in lines:
+        entry = parse_line(number, text, defaults, max_chars)
+        if entry is None:
+            plan.skipped += 1
+        else:
+            plan.entries.append(entry)
+    return plan
+
+
+# --- adding ---------------------------------------------------------------------------
+
+def batches(entries: list[Entry], size: int = BATCH) -> Iterator[list[Entry]]:
+    """Runs of consecutive entries that share a group, at most ``size`` long."""
+    batch: list[Entry] = []
+    for entry in entries:
+        if batch and (len(batch) >= size or entry.group() != batch[0].group()):
+            yield batch
+            batch = []
+        batch.append(entry)
+    if batch:
+        yield batch
+
+
+def add_batch(m: Memory, batch: list[Entry]) -> AddResult:
+    """Add one batch in one call, then forget what was forgotten when it was exported."""
+    first, where = batch[0], batch[0].scope
+    bodies = [entry.body for entry in batch]
+    if first.kind == "event":
+        result = m.add_events(bodies, metadata=first.metadata or None, timestamp=first.timestamp,
+                              org_id=where.org_id, user_id=where.user_id,
+                              agent_id=where.agent_id, project=where.project,
+                              session_id=where.session_id)
+    else:
+        result = m.add(bodies, org_id=where.org_id, user_id=where.user_id,
+                       agent_id=where.agent_id, project=where.project,
+                       session_id=where.session_id)
+    for entry, episode_id in zip(batch, result.episode_ids, strict=True):
+        if entry.forgotten:
+            m.forget(episode_id, reason="forgotten before it was exported", org_id=where.org_id,
+                     user_id=where.user_id, agent_id=where.agent_id, project=where.project)
+    return result
+
+
+def _progress(total: int) -> Progress:
+    console = err_console()
+    return Progress(
+        TextColumn("importing"), BarColumn(), MofNCompleteColumn(), TimeRemainingColumn(),
+        console=console, transient=True,
+        disable=total < PROGRESS_FROM or not console.is_terminal,
+    )
+
+
+def run_import(m: Memory, entries: list[Entry], wait: bool) -> AddResult:
+    """Add the entries batch by batch with a progress bar on stderr."""
+    episode_ids: list[str] = []
+    job_ids: list[str] = []
+    with _progress(len(entries)) as progress:
+        task = progress.add_task("import", total=len(entries))
+        for batch in batches(entries):
+            result = add_batch(m, batch)
+            if wait:  # embedding is the slow part, so the bar follows it
+                m.flush()
+            episode_ids += result.episode_ids
+            job_ids += result.job_ids
+            progress.advance(task, len(batch))
+    return AddResult(episode_ids=episode_ids, job_ids=job_ids)
+
+
+def _open_source(source: str) -> IO[bytes]:
+    return sys.stdin.buffer if source == "-" else open(source, "rb")
+
+
+@app.command("import")
+def import_(
+    source: Annotated[str, typer.Argument(
+        metavar="FILE", help="A JSON Lines file, one message, event or exported memory a line; "
+        "- reads stdin.")],
+    wait: Annotated[bool, typer.Option(
+        help="Wait until everything is embedded (searchable by meaning).")] = True,
+    db: DbOpt = None, org: OrgOpt = None, user: UserOpt = None, agent: AgentOpt = None,
+    project: ProjectOpt = None, session: SessionOpt = None, as_json: JsonOpt = False,
+) -> None:
+    """Add the messages of a JSON Lines file; a bad line stops it before anything is added.
+
+    Scope keys on a line (user_id, session_id, project, agent_id, org_id) override the
+    options. Derived memories in an export are skipped: import adds episodes only.
+
+    Example: remem import chat.jsonl --user alice
+    """
+    name = "stdin" if source == "-" else source
+    with boundary():
+        max_chars = Config.from_env().max_text_chars
+        stream = _open_source(source)
+        try:
+            plan = plan_import(read_lines(stream), scope(org, user, agent, project, session),
+                               max_chars)
+        except LineError as exc:
+            fail(f"{name}, {exc}; nothing was imported")
+        finally:
+            if stream is not sys.stdin.buffer:
+                stream.close()
+    with open_memory(db) as m:
+        result = run_import(m, plan.entries, wait)
+    if as_json:
+        print_json({**result.model_dump(mode="json"), "skipped": plan.skipped})
+        return
+    skipped = f" ({_count(plan.skipped, 'derived memory', 'derived memories')} skipped)"
+    count = _count(len(result.episode_ids), "episode", "episodes")
+    typer.echo(f"imported {count} from {name}{skipped if plan.skipped else ''}")
+
+
+def _count(n: int, one: str, many: str) -> str:
+    return f"{n} {one if n == 1 else many}"
+
+
+@app.command()
+def export(
+    out: Annotated[Path | None, typer.Option(
+        "--out", "-o", dir_okay=False, help="Write to this file instead of stdout.")] = None,
+    episodes: Annotated[bool, typer.Option(
+        "--episodes/--no-episodes", help="Include raw episodes, not only derived memories.")
+    ] = True,
+    db: DbOpt = None, org: OrgOpt = None, user: UserOpt = None, agent: AgentOpt = None,
+    project: ProjectOpt = None, session: SessionOpt = None,
+) -> None:
+    """Write every memory in the scope, whatever its status, as JSON Lines, oldest first.
+
+    Example: remem export --user alice --out alice.jsonl
+    """
+    with open_memory(db) as m:
+        items = m.export(include_episodes=episodes, **scope(org, user, agent, project, session))
+        lines = (json.dumps(item.model_dump(mode="json"), ensure_ascii=False) + "\n"
+                 for item in items)
+        if out is None:
+            for line in lines:
+                sys.stdout.write(line)
+            return
+        count = write_atomic(out, lines)
+    err_console().print(f"exported {count} memories to {out}", markup=False, highlight=False)
+
+
+def write_atomic(path: Path, lines: Iterable[str]) -> int:
+    """Write ``lines`` to ``path`` through a temporary file, so a failure leaves no half file."""
+    path = path.expanduser()
+    handle, tmp = tempfile.mkstemp(prefix=f".{path.name}.", dir=path.parent or ".")
+    count = 0
+    try:
+        with os.fdopen(handle, "w", encoding="utf-8") as f:
+            for line in lines:
+                f.write(line)
+                count += 1
+        os.replace(tmp, path)
+    except BaseException:
+        os.unlink(tmp)
+        raise
+    return count
