@@ -32,6 +32,7 @@ class EmbedWorker:
         self._wake = threading.Event()
         self._stop = threading.Event()
         self._thread: threading.Thread | None = None
+        self._start_lock = threading.Lock()
         self.idle = threading.Condition()
 
     def _embed(self, jobs: list[Job]) -> None:
@@ -61,10 +62,12 @@ class EmbedWorker:
 
     def start(self) -> None:
         """Start the thread if it is not running."""
-        if self._thread is None or not self._thread.is_alive():
-            self._stop.clear()
-            self._thread = threading.Thread(target=self._loop, name="remem-worker", daemon=True)
-            self._thread.start()
+        with self._start_lock:  # callers in several threads must not start several workers
+            if self._thread is None or not self._thread.is_alive():
+                self._stop.clear()
+                self._thread = threading.Thread(target=self._loop, name="remem-worker",
+                                                daemon=True)
+                self._thread.start()
 
     def wake(self) -> None:
         """Tell the thread there is new work."""
