@@ -125,8 +125,12 @@ class SQLiteStore:
         self._closed = False
         if self.path != ":memory:":
             Path(self.path).parent.mkdir(parents=True, exist_ok=True)
-        self._migrate()
-        self._check_embedder(embedder, dim)
+        try:
+            self._migrate()
+            self._check_embedder(embedder, dim)
+        except BaseException:
+            self.close()  # a refused file must not stay open (and locked, on Windows)
+            raise
         self.vectors = VectorIndex(dim)
 
     # --- connections and transactions -------------------------------------------------
