@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import re
 from collections.abc import Mapping, Sequence
 from datetime import datetime, timezone
@@ -13,7 +14,8 @@ from pydantic import BaseModel, ConfigDict, Field, TypeAdapter
 from .errors import ValidationError
 from .model import AgentEvent, Scope
 
-__all__ = ["Message", "parse_events", "parse_messages", "parse_scope", "parse_time", "clean_text"]
+__all__ = ["Message", "check_label", "check_metadata", "clean_text", "parse_events",
+           "parse_messages", "parse_scope", "parse_time"]
 
 _CONTROL = re.compile(r"[\x00-\x08\x0b\x0c\x0e-\x1f\x7f]")
 _ANSI = re.compile(r"\x1b\[[0-9;?]*[ -/]*[@-~]")
@@ -73,10 +75,39 @@ def clean_text(value: object, field: str, max_chars: int, *, strip_controls: boo
     return value
 
 
+def check_label(value: object, field: str) -> None:
+    """Check a short string (an id, a role, a reason): valid UTF-8, no control characters."""
+    if value is None:
+        return
+    if not isinstance(value, str):
+        raise ValidationError(field, f"expected a string, got {type(value).__name__}")
+    try:
+        value.encode("utf-8")
+    except UnicodeEncodeError:
+        raise ValidationError(field, "is not valid UTF-8 (it holds lone surrogates)") from None
+    if (bad := _CONTROL.search(value)) is not None:
+        raise ValidationError(field, f"holds the control character {bad.group()!r}; remove it")
+
+
+def check_metadata(value: object, field: str) -> dict[str, Any]:
+    """Check that metadata is a dict the store can keep as JSON text."""
+    if not isinstance(value, dict):
+        raise ValidationError(field, f"expected a dict, got {type(value).__name__}")
+    try:
+        json.dumps(value, ensure_ascii=False, allow_nan=False).encode("utf-8")
+    except (TypeError, ValueError) as exc:  # UnicodeEncodeError is a ValueError
+        raise ValidationError(field, f"cannot be stored as JSON: {exc}") from None
+    return value
+
+
 def _first_error(exc: pydantic.ValidationError, prefix: str) -> ValidationError:
     err = exc.errors()[0]
     loc = "".join(f"[{p}]" if isinstance(p, int) else f".{p}" for p in err["loc"])
     problem = "is not a known field" if err["type"] == "extra_forbidden" else err["msg"].lower()
+    if err["type"] in ("union_tag_invalid", "union_tag_not_found"):  # the event's "type"
+        loc += "." + err["ctx"]["discriminator"].strip("'")
+        problem = (f"{err['ctx']['tag']!r} is not one of {err['ctx']['expected_tags']}"
+                   if err["type"] == "union_tag_invalid" else "is missing")
     return ValidationError(f"{prefix}{loc}", problem)
 
 
@@ -89,6 +120,7 @@ def parse_scope(**fields: Any) -> Scope:
             raise ValidationError(name, f"expected a string id, got {type(value).__name__}")
         if isinstance(value, str) and not value.strip():
             raise ValidationError(name, "is empty; pass None to leave it out")
+        check_label(value, name)
     return Scope(**fields)
 
 
@@ -120,6 +152,9 @@ def parse_messages(messages: object, max_chars: int) -> list[tuple[str | None, s
         if body is None:
             raise ValidationError(f"{where}.content", "is missing; every message needs content")
         text = clean_text(body, f"{where}.content", max_chars)
+        for label in ("role", "speaker", "name"):
+            check_label(getattr(msg, label), f"{where}.{label}")
+        check_metadata(msg.metadata, f"{where}.metadata")
         role = msg.speaker or msg.name or msg.role
         meta = dict(msg.metadata)
         if msg.speaker and msg.role:

@@ -8,11 +8,19 @@ import os
 import time
 import weakref
 from collections.abc import Iterator, Sequence
-from datetime import datetime
+from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any
 
-from ._inputs import clean_text, parse_events, parse_messages, parse_scope, parse_time
+from ._inputs import (
+    check_label,
+    check_metadata,
+    clean_text,
+    parse_events,
+    parse_messages,
+    parse_scope,
+    parse_time,
+)
 from .config import Config, default_path
 from .embed import Embedder, create_embedder
 from .errors import ClosedError, ValidationError
@@ -36,6 +44,13 @@ from .text import split_passages
 __all__ = ["AsyncMemory", "Memory"]
 
 _GENERIC_ROLES = {"user", "assistant", "system", "tool", None}
+
+
+def _kinds(kinds: str | Sequence[str] | None) -> tuple[str, ...] | None:
+    """``kinds`` as a tuple; one kind may be given as a plain string."""
+    if kinds is None:
+        return None
+    return (kinds,) if isinstance(kinds, str) else tuple(kinds)
 
 
 def _close_at_exit(ref: weakref.ReferenceType[Memory]) -> None:
@@ -130,8 +145,8 @@ class Memory:
         self._check_open()
         scope = parse_scope(org_id=org_id, user_id=user_id, agent_id=agent_id, project=project,
                             session_id=session_id)
-        if metadata is not None and not isinstance(metadata, dict):
-            raise ValidationError("metadata", f"expected a dict, got {type(metadata).__name__}")
+        if metadata is not None:
+            check_metadata(metadata, "metadata")
         default_time = parse_time(timestamp, "timestamp")
         now = time.time()
         items = []
@@ -154,17 +169,25 @@ class Memory:
         self._check_open()
         scope = parse_scope(org_id=org_id, user_id=user_id, agent_id=agent_id, project=project,
                             session_id=session_id)
+        if metadata is not None:
+            check_metadata(metadata, "metadata")
         default_time = parse_time(timestamp, "timestamp")
         now = time.time()
         items = []
         for i, event in enumerate(parse_events(events)):
             text = clean_text(render_event(event), f"events[{i}]", self.config.max_text_chars,
                               strip_controls=True)
-            when = event.timestamp.timestamp() if event.timestamp else (default_time or now)
+            check_label(event.session_id, f"events[{i}].session_id")
+            meta = check_metadata({**(metadata or {}), "event": event.model_dump(mode="json")},
+                                  f"events[{i}]")
+            # naive means UTC here as everywhere else
+            when = parse_time(event.timestamp, f"events[{i}].timestamp")
+            if when is None:
+                when = default_time if default_time is not None else now
             items.append(NewMemory(
                 id=new_id("e_"), kind="event", text=text, raw=True,
                 scope=scope.model_copy(update={"session_id": event.session_id or scope.session_id}),
-                role="tool", metadata={**(metadata or {}), "event": event.model_dump(mode="json")},
+                role="tool", metadata=meta,
                 observed_at=now, event_time=when, passages=split_passages(text, self.config.chunk_tokens),
             ))
         return self._queue(items)
@@ -176,6 +199,7 @@ class Memory:
         self._check_open()
         scope = parse_scope(org_id=org_id, user_id=user_id, agent_id=agent_id, project=project)
         body = clean_text(text, "text", self.config.max_text_chars)
+        check_label(reason, "reason")
         job_id = new_id("j_")
         item = self.store.update_text(memory_id, scope, body,
                                       split_passages(body, self.config.chunk_tokens), reason, job_id)
@@ -189,6 +213,7 @@ class Memory:
         """Hide a memory from search; it stays in the file and in its history."""
         self._check_open()
         scope = parse_scope(org_id=org_id, user_id=user_id, agent_id=agent_id, project=project)
+        check_label(reason, "reason")
         return self.store.set_status(memory_id, scope, "forgotten", reason)
 
     def purge(self, memory_id: str, *, org_id: str | None = None, user_id: str | None = None,
@@ -226,11 +251,12 @@ class Memory:
             ("archived",) if include_archived else ())
         as_of_ts = parse_time(as_of, "as_of")
         filters = Filters(
-            kinds=tuple(kinds) if kinds is not None else None, include_episodes=include_episodes,
+            kinds=_kinds(kinds), include_episodes=include_episodes,
             statuses=statuses, since=parse_time(since, "since"), until=parse_time(until, "until"),
             as_of=as_of_ts,
         )
-        now = utcnow() if as_of_ts is None else datetime.fromtimestamp(as_of_ts).astimezone()
+        # "yesterday" is a UTC day, with or without as_of, as naive times are UTC
+        now = utcnow() if as_of_ts is None else datetime.fromtimestamp(as_of_ts, timezone.utc)
         return self.retriever(query, scope=scope, filters=filters, k=k,
                               budget_tokens=budget_tokens, now=now)
 
@@ -257,7 +283,8 @@ class Memory:
         scope = parse_scope(org_id=org_id, user_id=user_id, agent_id=agent_id, project=project,
                             session_id=session_id)
         statuses = ("active", "superseded", "archived", "forgotten") if include_inactive else ("active",)
-        filters = Filters(kinds=tuple(kinds) if kinds else None,
+        kinds = _kinds(kinds) or None
+        filters = Filters(kinds=kinds,
                           include_episodes=include_episodes or bool(kinds and set(kinds) & set(EPISODE_KINDS)),
                           statuses=statuses)
         return self.store.list(scope, filters, limit, cursor)
