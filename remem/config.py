@@ -6,7 +6,7 @@ import os
 from collections.abc import Mapping
 from pathlib import Path
 
-from pydantic import BaseModel, ConfigDict, Field, field_validator
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
 
 from .errors import ConfigError
 
@@ -48,6 +48,10 @@ class Config(BaseModel):
     embed_in_background: bool = Field(
         True, description="embed new episodes in a background worker; full text is immediate"
     )
+    run_worker: bool = Field(
+        True, description="run queued jobs in a thread of this process; False leaves them to "
+        "another process (`remem worker`) or to flush()"
+    )
     chunk_tokens: int = Field(200, ge=16, description="long texts are split into passages")
     max_text_chars: int = Field(100_000, ge=1, description="one message's size limit")
     busy_timeout_s: float = Field(10.0, gt=0)
@@ -81,7 +85,10 @@ class Config(BaseModel):
                 raise ConfigError(f"REMEM_EMBED_IN_BACKGROUND={raw!r}: use true or false")
             values["embed_in_background"] = raw in {"1", "true", "yes"}
         values.update(overrides)
-        return cls(**values)
+        try:
+            return cls(**values)
+        except ValidationError as exc:
+            raise ConfigError(f"invalid remem configuration: {exc}") from exc
 
 
 def default_path(environ: Mapping[str, str] | None = None) -> Path:

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import asyncio
 import atexit
+import builtins
 import os
 import time
 import weakref
@@ -118,7 +119,8 @@ class Memory:
         self.store.insert(items, job_id)
         if self.config.embed_in_background:
             self._pending.add(job_id)
-            self.worker.wake()
+            if self.config.run_worker:
+                self.worker.wake()
         else:
             wait_for(self.store, self.worker, {job_id}, None)
         return AddResult(episode_ids=[i.id for i in items], job_ids=[job_id])
@@ -204,7 +206,8 @@ class Memory:
         item = self.store.update_text(memory_id, scope, body,
                                       split_passages(body, self.config.chunk_tokens), reason, job_id)
         self._pending.add(job_id)
-        self.worker.wake()
+        if self.config.run_worker:
+            self.worker.wake()
         return item
 
     def forget(self, memory_id: str, *, reason: str | None = None, org_id: str | None = None,
@@ -290,7 +293,7 @@ class Memory:
         return self.store.list(scope, filters, limit, cursor)
 
     def history(self, memory_id: str, *, org_id: str | None = None, user_id: str | None = None,
-                project: str | None = None, agent_id: str | None = None) -> list[HistoryEntry]:
+                project: str | None = None, agent_id: str | None = None) -> builtins.list[HistoryEntry]:
         """Every version and status change of a memory, oldest first."""
         self._check_open()
         scope = parse_scope(org_id=org_id, user_id=user_id, agent_id=agent_id, project=project)
@@ -331,7 +334,7 @@ class AsyncMemory:
     async def add_events(self, events: Any, **kwargs: Any) -> AddResult:
         return await self._run("add_events", events, **kwargs)
 
-    async def search(self, query: str, **kwargs: Any) -> list[Hit]:
+    async def search(self, query: str, **kwargs: Any) -> builtins.list[Hit]:
         return await self._run("search", query, **kwargs)
 
     async def get(self, memory_id: str, **kwargs: Any) -> MemoryItem:
@@ -346,10 +349,10 @@ class AsyncMemory:
     async def forget(self, memory_id: str, **kwargs: Any) -> MemoryItem:
         return await self._run("forget", memory_id, **kwargs)
 
-    async def purge(self, memory_id: str, **kwargs: Any) -> list[str]:
+    async def purge(self, memory_id: str, **kwargs: Any) -> builtins.list[str]:
         return await self._run("purge", memory_id, **kwargs)
 
-    async def history(self, memory_id: str, **kwargs: Any) -> list[HistoryEntry]:
+    async def history(self, memory_id: str, **kwargs: Any) -> builtins.list[HistoryEntry]:
         return await self._run("history", memory_id, **kwargs)
 
     async def stats(self) -> Stats:

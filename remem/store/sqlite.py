@@ -124,7 +124,10 @@ class SQLiteStore:
         self._conns_lock = threading.Lock()
         self._closed = False
         if self.path != ":memory:":
-            Path(self.path).parent.mkdir(parents=True, exist_ok=True)
+            try:
+                Path(self.path).parent.mkdir(parents=True, exist_ok=True)
+            except OSError as exc:
+                raise StoreError(f"cannot create the folder for {self.path}: {exc}") from exc
         try:
             self._migrate()
             self._check_embedder(embedder, dim)

@@ -1,0 +1,200 @@
+"""LoCoMo evidence recall: how often the turns that hold an answer are retrieved.
+
+Each conversation goes into its own scope, session by session in time order, with the
+session's timestamp and each turn's ``dia_id`` in its metadata; every question is asked;
+recall@k is the share of a question's evidence turns cited by the top k hits.
+
+Categories in ``locomo10.json``: 1 multi-hop, 2 temporal, 3 open-domain, 4 single-hop,
+5 adversarial. Categories 1-4 are reported together; 5 on its own.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+import tempfile
+import time
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass, field
+from datetime import datetime, timezone
+from pathlib import Path
+from typing import Any
+
+from .baselines import System, make_system
+from .stats import percentile, progress_bar
+
+__all__ = ["CATEGORIES", "Conversation", "Question", "load", "parse_evidence", "run"]
+
+CATEGORIES = {1: "multi-hop", 2: "temporal", 3: "open-domain", 4: "single-hop", 5: "adversarial"}
+KS = (5, 10, 20)
+_DIA = re.compile(r"D:?(\d+):0*(\d+)")
+
+
+@dataclass
+class Turn:
+    dia_id: str
+    speaker: str
+    text: str
+
+
+@dataclass
+class Session:
+    number: int
+    when: datetime
+    turns: list[Turn]
+
+
+@dataclass
+class Question:
+    text: str
+    category: int
+    evidence: list[str]
+
+
+@dataclass
+class Conversation:
+    sample_id: str
+    sessions: list[Session]
+    questions: list[Question]
+    skipped_evidence: int = 0
+    skipped_questions: int = 0
+    repaired_evidence: int = 0
+    turn_ids: set[str] = field(default_factory=set)
+
+
+def parse_session_time(raw: str) -> datetime:
+    """``"1:56 pm on 8 May, 2023"`` as a UTC datetime."""
+    return datetime.strptime(raw.strip(), "%I:%M %p on %d %B, %Y").replace(tzinfo=timezone.utc)
+
+
+def parse_evidence(raw: list[str], turn_ids: set[str]) -> tuple[list[str], int, int]:
+    """Evidence ids normalised to ``D<session>:<turn>``: (valid ids, skipped, repaired).
+
+    Repairs what reads unambiguously (``"D8:6; D9:17"``, ``"D:11:26"``, ``"D30:05"``);
+    skips what does not (``"D"``) and ids past the end of a session.
+    """
+    out: list[str] = []
+    skipped = repaired = 0
+    for item in raw:
+        found = _DIA.findall(item)
+        if not found:
+            skipped += 1
+            continue
+        for session, turn in found:
+            ident = f"D{int(session)}:{int(turn)}"
+            if ident != item.strip():
+                repaired += 1
+            if ident in turn_ids:
+                out.append(ident)
+            else:
+                skipped += 1
+    return list(dict.fromkeys(out)), skipped, repaired
+
+
+def turn_text(turn: dict[str, Any]) -> str:
+    """A turn's text; a shared photo is described by its caption, as a chat would show it."""
+    text = turn.get("text", "")
+    if turn.get("blip_caption"):
+        text = f"{text} [shares a photo: {turn['blip_caption']}]"
+    return text
+
+
+def load(path: str | Path) -> list[Conversation]:
+    """Read ``locomo10.json``: sessions in time order and questions with repaired evidence."""
+    data = json.loads(Path(path).read_text())
+    conversations = []
+    for sample in data:
+        conv = sample["conversation"]
+        sessions = []
+        for key in conv:
+            m = re.fullmatch(r"session_(\d+)", key)
+            if m and conv[key]:
+                turns = [Turn(t["dia_id"], t["speaker"], turn_text(t)) for t in conv[key]]
+                sessions.append(Session(int(m.group(1)), parse_session_time(conv[f"{key}_date_time"]), turns))
+        sessions.sort(key=lambda s: (s.when, s.number))
+        c = Conversation(sample["sample_id"], sessions, [])
+        c.turn_ids = {t.dia_id for s in sessions for t in s.turns}
+        for qa in sample["qa"]:
+            evidence, skipped, repaired = parse_evidence(qa.get("evidence", []), c.turn_ids)
+            c.skipped_evidence += skipped
+            c.repaired_evidence += repaired
+            if not evidence:
+                c.skipped_questions += 1
+                continue
+            c.questions.append(Question(qa["question"], int(qa["category"]), evidence))
+        conversations.append(c)
+    return conversations
+
+
+def _recall(ranked: list[list[str]], evidence: list[str], k: int) -> float:
+    seen = {d for hit in ranked[:k] for d in hit}
+    return sum(1 for e in evidence if e in seen) / len(evidence)
+
+
+def _summary(rows: list[tuple[int, dict[int, float]]]) -> dict[str, Any]:
+    def mean(values: list[float]) -> float:
+        return round(sum(values) / len(values), 4) if values else 0.0
+
+    main = [r for c, r in rows if c != 5]
+    out: dict[str, Any] = {f"recall@{k}": mean([r[k] for r in main]) for k in KS}
+    out["questions"] = len(main)
+    out["by_category"] = {
+        f"{c} {name}": {**{f"recall@{k}": mean([r[k] for cc, r in rows if cc == c]) for k in KS},
+                        "questions": sum(1 for cc, _ in rows if cc == c)}
+        for c, name in CATEGORIES.items()
+    }
+    return out
+
+
+def _iterate(items: list[Conversation], progress: bool) -> Iterator[Conversation]:
+    if not progress:
+        yield from items
+        return
+    with progress_bar() as bar:
+        task = bar.add_task("LoCoMo", total=len(items))
+        for item in items:
+            yield item
+            bar.advance(task)
+
+
+def run(data: str | Path, system: str = "remem", limit: int | None = None, progress: bool = True,
+        make: Callable[[str, Path], System] = make_system) -> dict[str, Any]:
+    """Ingest each conversation, ask every question, and return recall and speed figures."""
+    conversations = load(data)[:limit]
+    rows: list[tuple[int, dict[int, float]]] = []
+    search_ms: list[float] = []
+    turns = 0
+    add_s = ingest_s = 0.0
+    with tempfile.TemporaryDirectory(prefix="remem-bench-") as tmp:
+        sys_ = make(system, Path(tmp))
+        try:
+            for conv in _iterate(conversations, progress):
+                start = time.perf_counter()
+                for session in conv.sessions:
+                    sys_.add_session(conv.sample_id, f"session_{session.number}", session.when,
+                                     [(t.speaker, t.text, {"dia_id": t.dia_id}) for t in session.turns])
+                    turns += len(session.turns)
+                add_s += time.perf_counter() - start
+                sys_.flush()
+                ingest_s += time.perf_counter() - start
+                for q in conv.questions:
+                    t0 = time.perf_counter()
+                    ranked = sys_.search(conv.sample_id, q.text, max(KS))
+                    search_ms.append((time.perf_counter() - t0) * 1000)
+                    rows.append((q.category, {k: _recall(ranked, q.evidence, k) for k in KS}))
+        finally:
+            sys_.close()
+    result = _summary(rows)
+    result.update({
+        "system": system,
+        "conversations": len(conversations),
+        "turns": turns,
+        "search_ms": {"p50": round(percentile(search_ms, 50), 2), "p95": round(percentile(search_ms, 95), 2)},
+        "ingest_turns_per_s": round(turns / add_s, 1) if add_s else None,
+        "ingest_embedded_turns_per_s": round(turns / ingest_s, 1) if ingest_s else None,
+        "skipped_questions": sum(c.skipped_questions for c in conversations),
+        "skipped_evidence_ids": sum(c.skipped_evidence for c in conversations),
+        "repaired_evidence_ids": sum(c.repaired_evidence for c in conversations),
+        "category_mapping": {str(k): v for k, v in CATEGORIES.items()},
+    })
+    return result
