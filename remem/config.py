@@ -21,7 +21,10 @@ class RetrievalConfig(BaseModel):
     candidates: int = Field(100, ge=1, description="hits fetched from each recall channel")
     rrf_k: float = Field(10.0, gt=0, description="reciprocal rank fusion constant")
     weight_fulltext: float = Field(1.0, ge=0)
-    weight_vector: float = Field(1.0, ge=0)
+    weight_context: float = Field(
+        0.5, ge=0, description="weight of words found only in the neighbouring turns (BM25)"
+    )
+    weight_vector: float = Field(0.7, ge=0)
     weight_neighbor: float = Field(0.3, ge=0)
     weight_time: float = Field(0.5, ge=0)
     neighbor_seeds: int = Field(5, ge=0, description="strong hits whose adjacent turns are added")

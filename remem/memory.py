@@ -84,6 +84,8 @@ class Memory:
         self._pending: set[str] = set()
         self._closed = False
         atexit.register(_close_at_exit, weakref.ref(self))
+        if self.config.run_worker and self.store.queued("embed"):
+            self.worker.wake()  # work left by an earlier process that stopped or crashed
 
     # --- lifecycle --------------------------------------------------------------------
 
@@ -109,8 +111,10 @@ class Memory:
     def flush(self, timeout: float | None = None) -> bool:
         """Wait until the background work this Memory queued is done; True if it all is."""
         self._check_open()
-        self._pending = wait_for(self.store, self.worker, self._pending, timeout)
-        return not self._pending
+        waiting = set(self._pending)  # adds from other threads may join meanwhile
+        still = wait_for(self.store, self.worker, waiting, timeout)
+        self._pending -= waiting - still
+        return not still
 
     # --- writing ----------------------------------------------------------------------
 

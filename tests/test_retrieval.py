@@ -292,7 +292,8 @@ def test_turns_next_to_a_strong_hit_come_with_the_neighbor_channel(mem: Memory) 
 
 
 def test_only_turns_next_to_the_seeds_are_neighbours(open_memory: Callable[..., Memory]) -> None:
-    m = open_memory(config=Config(retrieval=RetrievalConfig(neighbor_seeds=1)))
+    m = open_memory(config=Config(retrieval=RetrievalConfig(
+        neighbor_seeds=1, neighbor_window=1, weight_context=0.0)))
     turns = add_chat(m)
     hits = m.search("pottery class bowl", user_id="alice", k=8)
     assert hits[0].memory.id == turns[1]

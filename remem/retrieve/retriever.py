@@ -6,7 +6,7 @@ from datetime import datetime
 
 from ..config import RetrievalConfig
 from ..embed import Embedder
-from ..model import Hit, Scope
+from ..model import Hit, MemoryItem, Scope
 from ..store.base import Filters
 from ..store.sqlite import SQLiteStore
 from ..text import estimate_tokens
@@ -35,7 +35,8 @@ class Retriever:
         plan = analyse(query, now)
         rankings: dict[str, list[int]] = {}
         reasons: dict[str, str] = {}
-        rankings["fulltext"] = [r for r, _ in self.store.fulltext(plan.terms, scope, filters, cfg.candidates)]
+        rankings["fulltext"] = [r for r, _ in self.store.fulltext(
+            plan.terms, scope, filters, cfg.candidates, cfg.weight_context)]
         reasons["fulltext"] = "matched words: " + ", ".join(plan.terms[:8])
         if cfg.weight_vector > 0:
             vec = self.embedder.embed_queries([query])[0]
@@ -57,6 +58,8 @@ class Retriever:
             scores, ranks = rrf(rankings, weights, cfg.rrf_k)
         ordered = sorted(scores, key=lambda r: (-scores[r], r))[: max(k * 4, k + 20)]
         items = self.store.get_rows(ordered)
+        if cfg.diversity > 0:
+            ordered = self._diversify(ordered, scores, items, cfg.diversity)
         hits: list[int] = []
         used = 0
         for rowid in ordered:
@@ -79,3 +82,18 @@ class Retriever:
             )
             for r in hits
         ]
+
+    @staticmethod
+    def _diversify(ordered: list[int], scores: dict[int, float], items: dict[int, MemoryItem],
+                   diversity: float) -> list[int]:
+        """Re-order so that each further hit from an already represented session counts
+        ``(1 - diversity)`` times less: answers spread over conversations surface."""
+        left = [r for r in ordered if r in items]
+        taken: dict[str | None, int] = {}
+        out: list[int] = []
+        while left:
+            best = max(left, key=lambda r: scores[r] * (1 - diversity) ** taken.get(items[r].session_id, 0))
+            left.remove(best)
+            out.append(best)
+            taken[items[best].session_id] = taken.get(items[best].session_id, 0) + 1
+        return out

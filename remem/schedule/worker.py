@@ -24,7 +24,7 @@ class EmbedWorker:
     """
 
     def __init__(self, store: SQLiteStore, embedder: Embedder, *, batch: int = 32,
-                 lease_s: float = 300.0) -> None:
+                 lease_s: float = 60.0) -> None:
         self.store = store
         self.embedder = embedder
         self.batch = batch
@@ -35,17 +35,21 @@ class EmbedWorker:
         self._start_lock = threading.Lock()
         self.idle = threading.Condition()
 
-    def _embed(self, jobs: list[Job]) -> None:
+    def _embed(self, jobs: list[Job]) -> bool:
+        """Embed the jobs' passages chunk by chunk; False if asked to stop half way."""
         wanted = [p for job in jobs for p in job.payload.get("passages", [])]
         todo = self.store.unembedded(wanted)
         for i in range(0, len(todo), self.batch):
+            if i and self._stop.is_set():
+                return False
             chunk = todo[i : i + self.batch]
             vectors = self.embedder.embed_passages([text for _, text in chunk])
             last = i + self.batch >= len(todo)
             self.store.put_vectors([(r, v) for (r, _), v in zip(chunk, vectors)],
-                                   jobs if last else [])
+                                   jobs, renew_s=None if last else self.lease_s)
         if not todo:
             self.store.put_vectors([], jobs)
+        return True
 
     def run_once(self) -> int:
         """Claim and run a batch of embed jobs; return how many jobs were handled."""
@@ -53,7 +57,8 @@ class EmbedWorker:
         if not jobs:
             return 0
         try:
-            self._embed(jobs)
+            if not self._embed(jobs):
+                self.store.release_jobs(jobs)  # what is embedded stays; the rest waits
         except Exception as exc:  # a failed batch is retried later, never dropped
             log.warning("embedding %d jobs failed: %s", len(jobs), exc)
             for job in jobs:
@@ -74,8 +79,8 @@ class EmbedWorker:
         self.start()
         self._wake.set()
 
-    def stop(self, timeout: float = 10.0) -> None:
-        """Finish the current step and stop the thread."""
+    def stop(self, timeout: float | None = None) -> None:
+        """Finish the current chunk of work and stop the thread."""
         self._stop.set()
         self._wake.set()
         if self._thread is not None:

@@ -59,9 +59,11 @@ MIGRATIONS: list[str] = [
     );
     CREATE INDEX passages_memory ON passages (memory_rowid);
 
-    -- rowid = passages.rowid; body is the passage text segmented for CJK
+    -- rowid = passages.rowid; body is the passage text segmented for CJK; context holds
+    -- the turns before and after an episode in its session, so that a question worded
+    -- like the turn that prompted an answer still finds the answer
     CREATE VIRTUAL TABLE passages_fts USING fts5 (
-        body, tokenize = 'porter unicode61 remove_diacritics 2'
+        body, context, tokenize = 'porter unicode61 remove_diacritics 2'
     );
     CREATE TRIGGER passages_fts_delete AFTER DELETE ON passages BEGIN
         DELETE FROM passages_fts WHERE rowid = old.rowid;

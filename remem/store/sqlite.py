@@ -40,6 +40,7 @@ _COLUMNS = (
     "m.event_time, m.observed_at, m.created_at, m.updated_at, m.valid_from, m.valid_to"
 )
 _SCOPE_FIELDS = ("user_id", "agent_id", "project", "session_id")
+_CONTEXT_CHARS = 1000  # of each neighbouring turn, in an episode's full-text context
 
 
 def _dt(value: float | None) -> datetime | None:
@@ -261,7 +262,7 @@ class SQLiteStore:
     # --- writes -----------------------------------------------------------------------
 
     def _insert_passages(self, conn: sqlite3.Connection, memory_rowid: int,
-                         passages: Sequence[str]) -> list[int]:
+                         passages: Sequence[str], context: str = "") -> list[int]:
         rowids = []
         for seq, text in enumerate(passages):
             cur = conn.execute(
@@ -270,9 +271,32 @@ class SQLiteStore:
             )
             rowid = cur.lastrowid
             assert rowid is not None
-            conn.execute("INSERT INTO passages_fts (rowid, body) VALUES (?, ?)", (rowid, segment(text)))
+            conn.execute("INSERT INTO passages_fts (rowid, body, context) VALUES (?, ?, ?)",
+                         (rowid, segment(text), context))
             rowids.append(rowid)
         return rowids
+
+    def _link_previous(self, conn: sqlite3.Connection, rowid: int, item: NewMemory) -> str:
+        """Add this episode's text to the full-text context of the episode before it in
+        its session; return that episode's text, the start of this one's context."""
+        s = item.scope
+        if not item.raw or s.session_id is None:
+            return ""
+        prev = conn.execute(
+            "SELECT rowid, text FROM memories WHERE org_id = ? AND user_id IS ? AND agent_id IS ? "
+            "AND project IS ? AND session_id = ? AND raw = 1 AND rowid < ? "
+            "ORDER BY rowid DESC LIMIT 1",
+            (s.org_id, s.user_id, s.agent_id, s.project, s.session_id, rowid),
+        ).fetchone()
+        if prev is None:
+            return ""
+        addition = segment(item.text[:_CONTEXT_CHARS])
+        conn.execute(
+            "UPDATE passages_fts SET context = context || ' ' || ? "
+            "WHERE rowid IN (SELECT rowid FROM passages WHERE memory_rowid = ?)",
+            (addition, prev[0]),
+        )
+        return segment(prev[1][:_CONTEXT_CHARS])
 
     def _queue_embed(self, conn: sqlite3.Connection, job_id: str, passages: list[int]) -> None:
         now = time.time()
@@ -315,7 +339,8 @@ class SQLiteStore:
                     "VALUES (?, 1, 'created', ?, 'active', ?)",
                     (rowid, item.text, now),
                 )
-                passages += self._insert_passages(conn, rowid, item.passages or [item.text])
+                context = self._link_previous(conn, rowid, item)
+                passages += self._insert_passages(conn, rowid, item.passages or [item.text], context)
             if embed_job_id is not None:
                 self._queue_embed(conn, embed_job_id, passages)
 
@@ -524,19 +549,22 @@ class SQLiteStore:
             f"SELECT m.rowid FROM memories m WHERE m.rowid IN ({marks}) AND {where} AND {fwhere}",
             [*rowids, *params, *fparams])}
 
-    def fulltext(self, terms: Sequence[str], scope: Scope, filters: Filters,
-                 limit: int) -> list[tuple[int, float]]:
-        """BM25 over passages (higher is better), best passage per memory."""
+    def fulltext(self, terms: Sequence[str], scope: Scope, filters: Filters, limit: int,
+                 context_weight: float = 0.5) -> list[tuple[int, float]]:
+        """BM25 over passages (higher is better), best passage per memory; words found
+        only in the neighbouring turns count ``context_weight`` as much."""
         if not terms:
             return []
         where, params = scope_sql(scope)
         fwhere, fparams = filters_sql(filters)
         rows = self.conn.execute(
-            f"SELECT p.memory_rowid, bm25(passages_fts) AS s FROM passages_fts "
+            f"SELECT p.memory_rowid, bm25(passages_fts, 1.0, {float(context_weight)!r}) AS s "
+            f"FROM passages_fts "
             f"JOIN passages p ON p.rowid = passages_fts.rowid "
             f"JOIN memories m ON m.rowid = p.memory_rowid "
             f"WHERE passages_fts MATCH ? AND {where} AND {fwhere} ORDER BY s LIMIT ?",
-            [_fts_match(terms), *params, *fparams, limit * 2],
+            [_fts_match(terms) if context_weight else f"body : ({_fts_match(terms)})",
+             *params, *fparams, limit * 2],
         ).fetchall()
         best: dict[int, float] = {}
         for rowid, score in rows:
@@ -592,10 +620,16 @@ class SQLiteStore:
             list(passage_rowids),
         ).fetchall()
 
-    def put_vectors(self, rows: Sequence[tuple[int, np.ndarray]], done_jobs: Sequence[Job]) -> None:
-        """Store vectors and mark the jobs that asked for them done, in one transaction."""
+    def put_vectors(self, rows: Sequence[tuple[int, np.ndarray]], done_jobs: Sequence[Job],
+                    renew_s: float | None = None) -> None:
+        """Store vectors and mark the jobs that asked for them done, in one transaction;
+        or, with ``renew_s``, extend the lease of those still in progress."""
         now = time.time()
         with self.write() as conn:
+            if renew_s is not None:
+                conn.executemany("UPDATE jobs SET lease_until = ? WHERE rowid = ?",
+                                 [(now + renew_s, j.rowid) for j in done_jobs])
+                done_jobs = []
             conn.executemany(
                 "INSERT OR IGNORE INTO vectors (passage_rowid, vec) "
                 "SELECT ?, ? WHERE EXISTS (SELECT 1 FROM passages WHERE rowid = ?)",
@@ -620,6 +654,20 @@ class SQLiteStore:
                 "updated_at = ? WHERE rowid = ?", [(now + lease_s, now, r[0]) for r in rows],
             )
         return [Job(r[0], r[1], r[2], json.loads(r[3]), r[4] + 1) for r in rows]
+
+    def release_jobs(self, jobs: Sequence[Job]) -> None:
+        """Put claimed jobs back in the queue, as if never attempted."""
+        with self.write() as conn:
+            conn.executemany(
+                "UPDATE jobs SET state = 'queued', attempts = attempts - 1, lease_until = NULL "
+                "WHERE rowid = ? AND state = 'running'", [(j.rowid,) for j in jobs])
+
+    def queued(self, kind: str) -> int:
+        """How many jobs of this kind wait to run (queued, or leased and expired)."""
+        (n,) = self.conn.execute(
+            "SELECT COUNT(*) FROM jobs WHERE kind = ? AND (state = 'queued' OR "
+            "(state = 'running' AND lease_until < ?))", (kind, time.time())).fetchone()
+        return int(n)
 
     def fail_job(self, job: Job, error: str, retry_in: float | None) -> None:
         """Record a failure; queue the job again after ``retry_in`` or mark it failed."""
