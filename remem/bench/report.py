@@ -56,10 +56,13 @@ def render_markdown(results: dict[str, Any], plots: list[str] | None = None,
             "- Categories: " + "; ".join(f"{c} = {d}" if c != d else c
                                          for c, d in ds.get("categories", {}).items()),
             f"- Headline figures average: {', '.join(ds.get('main_categories', []))}", ""]
-    skipped = {**ds.get("notes", {}), **{f"skipped in this run: {k}": v
-                                         for k, v in ds.get("skipped_in_run", {}).items()}}
+    notes, skipped = ds.get("notes", {}), ds.get("skipped_in_run", {})
+    if notes:
+        out += ["Counted while loading the whole file (before any limit):", ""]
+        out += [f"- {k}: {v}" for k, v in notes.items()] + [""]
     if skipped:
-        out += ["Counted while loading:", ""] + [f"- {k}: {v}" for k, v in skipped.items()] + [""]
+        out += ["Questions of this run left out of the metrics:", ""]
+        out += [f"- {k}: {v}" for k, v in skipped.items()] + [""]
     out += ["## Retrieval (headline categories)", ""]
     out += _table(["system", *_RETRIEVAL, "questions"],
                   [[n, *[s.get(m) for m in _RETRIEVAL], s.get("questions")] for n, s in ok.items()])

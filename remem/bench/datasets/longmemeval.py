@@ -5,8 +5,8 @@ when it is flagged ``has_answer``; turn ids are ``<session id>_<position from 1>
 Abstention questions (id ending ``_abs``) and questions whose evidence is only in
 assistant turns are skipped and counted. Turns carry their session's time plus 30 s per
 turn. A question is asked at its ``question_date``; where that date comes before the end
-of its own haystack (43 of the 500 in the cleaned release, all on the same day), it is
-asked a minute after the last turn instead, and counted.
+of its own haystack, it is asked a minute after the last turn instead, and counted (44
+of the 500 questions of the oracle file; ``as_of`` would otherwise hide their evidence).
 """
 
 from __future__ import annotations
