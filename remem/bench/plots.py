@@ -37,7 +37,9 @@ def draw(results: dict[str, Any], folder: Path, stem: str) -> tuple[list[str], s
 
     fig, ax = plt.subplots(figsize=(6, 4))
     names = list(systems)
-    ax.boxplot([systems[n].get("search_ms_samples") or [0.0] for n in names], showfliers=True)
+    # a log axis cannot show 0: the fastest samples (rounded to 0.00 ms) sit at 0.001 ms
+    ax.boxplot([[max(x, 1e-3) for x in systems[n].get("search_ms_samples") or [0.0]]
+                for n in names], showfliers=True)
     ax.set_xticks(range(1, len(names) + 1), names)
     ax.set(yscale="log", ylabel="search latency (ms)", title="Search latency per query")
     files.append(_save(fig, plt, folder, f"{stem}-latency.png"))

@@ -53,7 +53,7 @@ def render_markdown(results: dict[str, Any], plots: list[str] | None = None,
             f"- Ingestion: {settings.get('ingestion')}; search depth {settings.get('depth')}, "
             f"k counts {settings.get('k_counts')}; context = top {settings.get('context_k')} turns "
             "(every turn for full-context)",
-            "- Categories: " + "; ".join(f"{c} = {d}" if c != d else c
+            "- Categories: " + "; ".join(c if d in c else f"{c} = {d}"
                                          for c, d in ds.get("categories", {}).items()),
             f"- Headline figures average: {', '.join(ds.get('main_categories', []))}", ""]
     notes, skipped = ds.get("notes", {}), ds.get("skipped_in_run", {})

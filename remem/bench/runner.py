@@ -50,7 +50,8 @@ def _settings(dataset: str, data: Path, systems: Sequence[str], limit: int | Non
     return {
         "dataset": dataset, "data_file": data.name, "data_sha256": _sha256(data),
         "systems": list(systems), "limit": limit,
-        "ingestion": "whole sessions, one call each" if whole_sessions
+        "ingestion": "whole sessions, one call each, every turn at its session's time"
+                     if whole_sessions
                      else "turn by turn, one add per turn, flush at each session's end",
         "depth": depth, "context_k": context_k, "ks": list(KS), "token_budgets": list(BUDGETS),
         "k_counts": "turns (a hit citing several turns fills several ranks)",
