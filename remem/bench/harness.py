@@ -28,8 +28,10 @@ MB = 1024 * 1024
 
 @dataclass
 class Answered:
-    """One question asked: the ranked turn ids, the search time, the context handed on."""
+    """One question asked in ``scope``: the ranked turn ids, the search time, the context
+    handed on (turn ids are unique only within a scope)."""
 
+    scope: str
     question: Question
     ranked: list[str]
     search_ms: float
@@ -110,7 +112,7 @@ def run_system(name: str, dataset: Dataset, *, depth: int = 100, context_k: int 
                     ranked = [t for t in flatten(hits) if t in texts]
                     context = context_of(ranked, None if keep_all else context_k)
                     tokens = sum(estimate_tokens(texts[t]) for t in context)
-                    run.answered.append(Answered(q, ranked, ms, context, tokens))
+                    run.answered.append(Answered(conv.scope, q, ranked, ms, context, tokens))
                 if advance:
                     advance()
             run.store_bytes = system.size_bytes()

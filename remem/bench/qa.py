@@ -55,13 +55,13 @@ def evaluate_answers(run: SystemRun, dataset: Dataset, client: ChatClient,
                      settings: LLMSettings) -> dict[str, Any]:
     """Answer, judge and score every question of ``run``; accuracy per judge run, its
     mean and standard deviation, F1, per category, and the time and tokens spent."""
-    turns = {t.id: t for conv in dataset.conversations for t in conv.turns().values()}
+    turns = {conv.scope: conv.turns() for conv in dataset.conversations}
     rows: list[tuple[str, list[bool], float]] = []
     unparsed = 0
     answer_ms: list[float] = []
     for a in run.answered:
-        q = a.question
-        memories = [(turns[t].time, turns[t].speaker, turns[t].text) for t in a.context]
+        q, scoped = a.question, turns[a.scope]
+        memories = [(scoped[t].time, scoped[t].speaker, scoped[t].text) for t in a.context]
         t0 = time.perf_counter()
         prediction = client.complete(answer_messages(q.text, q.asked_at, memories))
         answer_ms.append((time.perf_counter() - t0) * 1000)

@@ -59,13 +59,12 @@ def _spread(values: Sequence[float]) -> dict[str, float]:
 def summarise(run: SystemRun, dataset: Dataset) -> dict[str, Any]:
     """The results entry of one system: headline metrics over the main categories,
     ``by_category``, and cost and speed."""
-    session_of: dict[str, str] = {}
-    tokens: dict[str, int] = {}
-    for conv in dataset.conversations:
-        for turn in conv.turns().values():
-            session_of[turn.id] = turn.session_id
-            tokens[turn.id] = estimate_tokens(turn.text)
-    rows = [(a.question.category, question_metrics(a, session_of, tokens)) for a in run.answered]
+    maps: dict[str, tuple[dict[str, str], dict[str, int]]] = {}
+    for conv in dataset.conversations:  # per scope: LoCoMo reuses "D1:1" in every conversation
+        turns = conv.turns().values()
+        maps[conv.scope] = ({t.id: t.session_id for t in turns},
+                            {t.id: estimate_tokens(t.text) for t in turns})
+    rows = [(a.question.category, question_metrics(a, *maps[a.scope])) for a in run.answered]
     main = [r for c, r in rows if c in dataset.main_categories]
     out: dict[str, Any] = _mean(main)
     out["questions"] = len(main)
