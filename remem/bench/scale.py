@@ -23,7 +23,7 @@ from ..config import Config
 from ..memory import Memory
 from .stats import percentile, progress_bar
 
-__all__ = ["run", "synthetic_texts"]
+__all__ = ["run", "synthetic_queries", "synthetic_texts"]
 
 _WHO = ["Alice", "Bob", "Chen Wei", "Dana", "Emeka", "Farah", "Gus", "Hana", "Ivan", "Jun"]
 _TOPIC = ["the billing service", "the login page", "the CI pipeline", "the search index",
@@ -35,10 +35,18 @@ _VERB = ["fixed a flaky test in", "refactored", "added metrics to", "wrote docs 
 _DETAIL = ["using pnpm", "after the outage", "with Python 3.11", "behind a feature flag",
            "on Friday", "with PostgreSQL 16", "for the Q3 launch", "with a new index",
            "in the staging cluster", "after a customer report", "with Rust", "using Redis"]
-_QUERIES = ["who fixed the flaky test?", "what happened with the payments API?",
-            "which database version do we use?", "what did Dana deploy?",
-            "memory leak in the cache layer", "how do we release?", "feature flag rollout",
-            "what changed after the outage?", "Redis usage", "staging cluster problems"]
+
+
+def synthetic_queries(n: int, seed: int = 11) -> list[str]:
+    """``n`` distinct questions in the style of the memories (no embedding is reused)."""
+    rng = random.Random(seed)
+    templates = ["what did {who} do to {topic}?", "who {verb} {topic}?",
+                 "anything about {topic} {detail}?", "what has {who} been working on {detail}?"]
+    out: dict[str, None] = {}
+    while len(out) < n:
+        out[rng.choice(templates).format(who=rng.choice(_WHO), topic=rng.choice(_TOPIC),
+                                         verb=rng.choice(_VERB), detail=rng.choice(_DETAIL))] = None
+    return list(out)
 
 
 def synthetic_texts(n: int, seed: int = 7) -> list[str]:
@@ -90,9 +98,9 @@ def run(n: int = 100_000, queries: int = 200, progress: bool = True, embed: bool
             _fill_vectors(memory, texts, embed)
             memory.search("warm up", user_id="scale")  # loads the vector matrix once
             timings = []
-            for i in range(queries):
+            for query in synthetic_queries(queries):
                 t0 = time.perf_counter()
-                memory.search(_QUERIES[i % len(_QUERIES)], user_id="scale", k=10)
+                memory.search(query, user_id="scale", k=10)
                 timings.append((time.perf_counter() - t0) * 1000)
             t0 = time.perf_counter()
             memory.embedder.embed_passages(texts[:200])

@@ -7,8 +7,7 @@ from datetime import datetime
 from ..config import RetrievalConfig
 from ..embed import Embedder
 from ..model import Hit, MemoryItem, Scope
-from ..store.base import Filters
-from ..store.sqlite import SQLiteStore
+from ..store.base import Filters, Store
 from ..text import estimate_tokens
 from .fusion import rrf
 from .query import analyse
@@ -24,7 +23,7 @@ class Retriever:
     and after the strongest hits). No LLM anywhere on this path.
     """
 
-    def __init__(self, store: SQLiteStore, embedder: Embedder, config: RetrievalConfig) -> None:
+    def __init__(self, store: Store, embedder: Embedder, config: RetrievalConfig) -> None:
         self.store = store
         self.embedder = embedder
         self.config = config
@@ -53,7 +52,9 @@ class Retriever:
             seeds = sorted(scores, key=scores.__getitem__, reverse=True)[: cfg.neighbor_seeds]
             pairs = self.store.neighbors(seeds, cfg.neighbor_window, scope, filters)
             order = {s: i for i, s in enumerate(seeds)}
-            rankings["neighbor"] = [n for n, _ in sorted(pairs, key=lambda p: order[p[1]])]
+            # a turn next to several seeds counts once, at its best seed's rank
+            rankings["neighbor"] = list(dict.fromkeys(
+                n for n, _ in sorted(pairs, key=lambda p: order[p[1]])))
             reasons["neighbor"] = "next to a strong hit in the same conversation"
             scores, ranks = rrf(rankings, weights, cfg.rrf_k)
         ordered = sorted(scores, key=lambda r: (-scores[r], r))[: max(k * 4, k + 20)]

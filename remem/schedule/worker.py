@@ -7,8 +7,7 @@ import threading
 import time
 
 from ..embed import Embedder
-from ..store.base import Job
-from ..store.sqlite import SQLiteStore
+from ..store.base import Job, Store
 
 __all__ = ["EmbedWorker"]
 
@@ -23,7 +22,7 @@ class EmbedWorker:
     store: a job is leased when claimed and a crashed worker's lease runs out.
     """
 
-    def __init__(self, store: SQLiteStore, embedder: Embedder, *, batch: int = 32,
+    def __init__(self, store: Store, embedder: Embedder, *, batch: int = 32,
                  lease_s: float = 60.0) -> None:
         self.store = store
         self.embedder = embedder
@@ -106,7 +105,7 @@ class EmbedWorker:
         return self._thread is not None and self._thread.is_alive()
 
 
-def wait_for(store: SQLiteStore, worker: EmbedWorker, job_ids: set[str],
+def wait_for(store: Store, worker: EmbedWorker, job_ids: set[str],
              timeout: float | None) -> set[str]:
     """Block until none of ``job_ids`` is queued or running; return those still pending."""
     deadline = None if timeout is None else time.monotonic() + timeout

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Protocol
 
@@ -58,22 +58,25 @@ class Store(Protocol):
     """Persistence of episodes, memories, passages, vectors, history, edges and jobs.
 
     Every method that takes a ``scope`` enforces it in its query: nothing outside the
-    scope is read, changed or returned.
+    scope is read, changed or returned. Memories are named by id at this boundary and
+    by an integer row id between the store and the retriever.
     """
 
     path: str
 
     def close(self) -> None: ...
 
-    # writes
-    def insert(self, items: Sequence[NewMemory], jobs: Sequence[tuple[str, str, dict[str, Any]]]) -> None:
-        """Insert memories, their passages, full-text rows and sources, and jobs
-        (``(id, kind, payload)``), all in one transaction."""
+    # writes: each is one transaction
+    def insert(self, items: Sequence[NewMemory], embed_job_id: str | None) -> None:
+        """Memories with their passages, full text and sources, and one job that embeds
+        the passages."""
 
     def update_text(self, memory_id: str, scope: Scope, text: str, passages: Sequence[str],
-                    reason: str | None) -> MemoryItem: ...
+                    reason: str | None, embed_job_id: str) -> MemoryItem:
+        """A new version of a derived memory; the old text stays in its history."""
 
-    def set_status(self, memory_id: str, scope: Scope, status: str, reason: str | None) -> MemoryItem: ...
+    def set_status(self, memory_id: str, scope: Scope, status: str,
+                   reason: str | None) -> MemoryItem: ...
 
     def purge(self, memory_id: str, scope: Scope) -> list[str]:
         """Delete a memory and every memory derived from it; return the deleted ids."""
@@ -85,32 +88,41 @@ class Store(Protocol):
 
     def list(self, scope: Scope, filters: Filters, limit: int, cursor: str | None) -> Page: ...
 
+    def export(self, scope: Scope, include_episodes: bool) -> Iterator[MemoryItem]: ...
+
     def history(self, memory_id: str, scope: Scope) -> list[HistoryEntry]: ...
 
     def sources(self, rowids: Iterable[int]) -> dict[int, list[Source]]: ...
 
     def stats(self) -> dict[str, Any]: ...
 
-    def export(self, scope: Scope, include_episodes: bool) -> Iterable[MemoryItem]: ...
+    # recall channels: (memory rowid, score) best first, inside the scope and filters
+    def fulltext(self, terms: Sequence[str], scope: Scope, filters: Filters, limit: int,
+                 context_weight: float = 0.5) -> list[tuple[int, float]]: ...
 
-    # recall channels: each returns (memory rowid, score) best first, within scope and filters
-    def fulltext(self, match: str, scope: Scope, filters: Filters, limit: int) -> list[tuple[int, float]]: ...
+    def vector(self, query: np.ndarray, scope: Scope, filters: Filters,
+               limit: int) -> list[tuple[int, float]]: ...
 
-    def vector(self, query: np.ndarray, scope: Scope, filters: Filters, limit: int) -> list[tuple[int, float]]: ...
-
-    def neighbors(self, rowids: Sequence[int], window: int, scope: Scope, filters: Filters) -> list[tuple[int, int]]:
+    def neighbors(self, rowids: Sequence[int], window: int, scope: Scope,
+                  filters: Filters) -> list[tuple[int, int]]:
         """Episodes next to the given ones in their session: ``(neighbor, seed)`` pairs."""
 
-    def time_window(self, start: float, end: float, scope: Scope, filters: Filters, limit: int) -> list[tuple[int, float]]: ...
+    def time_window(self, start: float, end: float, scope: Scope, filters: Filters,
+                    limit: int) -> list[tuple[int, float]]: ...
 
-    # embedding and jobs
-    def unembedded(self, passage_rowids: Sequence[int] | None, limit: int) -> list[tuple[int, str]]: ...
+    # background jobs
+    def unembedded(self, passage_rowids: Sequence[int]) -> list[tuple[int, str]]: ...
 
-    def put_vectors(self, rows: Sequence[tuple[int, np.ndarray]], done_jobs: Sequence[int]) -> None: ...
+    def put_vectors(self, rows: Sequence[tuple[int, np.ndarray]], done_jobs: Sequence[Job],
+                    renew_s: float | None = None) -> None: ...
 
     def claim_jobs(self, kind: str, limit: int, lease_s: float) -> list[Job]: ...
 
+    def release_jobs(self, jobs: Sequence[Job]) -> None: ...
+
     def fail_job(self, job: Job, error: str, retry_in: float | None) -> None: ...
+
+    def queued(self, kind: str) -> list[str]: ...
 
     def job_states(self, job_ids: Sequence[str]) -> dict[str, str]: ...
 
