@@ -105,6 +105,7 @@ class Memory:
             return
         self._closed = True
         self.worker.stop()
+        self.retriever.close()
         self.store.close()
 
     def __enter__(self) -> Memory:

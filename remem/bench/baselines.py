@@ -27,6 +27,15 @@ TurnIn = tuple[str, str, dict[str, str]]
 """(speaker, text, metadata); ``metadata["turn_id"]`` names the turn."""
 
 
+def document(speaker: str, text: str) -> str:
+    """A turn as the baselines index it: with its speaker, as remem indexes it too.
+
+    Without the speaker the bundled embedder ranks LoCoMo's evidence turns far lower
+    (recall@10 0.16 instead of 0.5 on the first conversation).
+    """
+    return f"{speaker}: {text}"
+
+
 class System(Protocol):
     """What a benchmark needs from a memory system."""
 
@@ -88,7 +97,7 @@ class BM25System:
 
     def add_session(self, scope: str, session: str, when: datetime, turns: list[TurnIn]) -> None:
         self.db.executemany("INSERT INTO t VALUES (?, ?, ?)",
-                            [(scope, m["turn_id"], text) for _, text, m in turns])
+                            [(scope, m["turn_id"], document(sp, text)) for sp, text, m in turns])
 
     def flush(self) -> None:
         self.db.commit()
@@ -120,7 +129,7 @@ class DenseSystem:
     def add_session(self, scope: str, session: str, when: datetime, turns: list[TurnIn]) -> None:
         ids, vecs = self.rows.setdefault(scope, ([], []))
         ids += [m["turn_id"] for _, _, m in turns]
-        vecs.append(self.embedder.embed_passages([t for _, t, _ in turns]))
+        vecs.append(self.embedder.embed_passages([document(sp, t) for sp, t, _ in turns]))
 
     def flush(self) -> None:
         pass

@@ -25,35 +25,60 @@ from .stats import percentile, progress_bar
 
 __all__ = ["run", "synthetic_queries", "synthetic_texts"]
 
-_WHO = ["Alice", "Bob", "Chen Wei", "Dana", "Emeka", "Farah", "Gus", "Hana", "Ivan", "Jun"]
-_TOPIC = ["the billing service", "the login page", "the CI pipeline", "the search index",
-          "the mobile app", "the data warehouse", "the payments API", "the admin dashboard",
-          "the onboarding flow", "the release process", "the cache layer", "the test suite"]
+_FIRST = ["Alice", "Bob", "Chen", "Dana", "Emeka", "Farah", "Gus", "Hana", "Ivan", "Jun",
+          "Kofi", "Lena", "Mateo", "Nadia", "Omar", "Priya", "Quinn", "Rosa", "Sven", "Tariq"]
+_LAST = ["Wei", "Novak", "Silva", "Okafor", "Berg", "Khan", "Mori", "Dubois", "Rossi", "Park"]
+_ADJ = ["billing", "login", "search", "mobile", "payments", "admin", "onboarding", "release",
+        "cache", "export", "import", "audit", "reporting", "email", "webhook", "checkout",
+        "inventory", "pricing", "analytics", "upload", "sync", "backup", "metrics", "routing",
+        "session", "profile", "invoice", "shipping", "catalog", "notification"]
+_NOUN = ["service", "page", "pipeline", "index", "worker", "API", "dashboard", "flow", "job",
+         "queue", "schema", "client", "gateway", "cluster", "module", "endpoint", "cron",
+         "migration", "form", "widget", "daemon", "proxy", "table", "bucket", "lambda",
+         "controller", "template", "report", "script", "container"]
 _VERB = ["fixed a flaky test in", "refactored", "added metrics to", "wrote docs for",
          "found a memory leak in", "upgraded the dependencies of", "reviewed a change to",
-         "deployed", "rolled back", "profiled", "migrated", "split"]
-_DETAIL = ["using pnpm", "after the outage", "with Python 3.11", "behind a feature flag",
-           "on Friday", "with PostgreSQL 16", "for the Q3 launch", "with a new index",
-           "in the staging cluster", "after a customer report", "with Rust", "using Redis"]
+         "deployed", "rolled back", "profiled", "migrated", "split", "renamed", "deleted",
+         "added retries to", "load tested", "paged on-call about", "wrote a runbook for",
+         "added tracing to", "fixed a race in", "cut the latency of", "added a cache to",
+         "pinned the version of", "found a bug in", "sped up", "rewrote", "audited",
+         "added alerts to", "benchmarked", "documented the API of", "hardened", "sandboxed",
+         "containerised", "deprecated", "archived", "cleaned up", "secured", "scaled",
+         "debugged", "simplified"]
+_TOOL = ["pnpm", "Python 3.11", "PostgreSQL 16", "Rust", "Redis", "Kafka", "Terraform", "Go",
+         "gRPC", "GraphQL", "Docker", "Kubernetes", "Celery", "SQLite", "Elasticsearch",
+         "Prometheus", "Grafana", "Sentry", "OpenTelemetry", "nginx", "FastAPI", "Django",
+         "React", "Vite", "Bazel", "uv", "ruff", "mypy", "pytest", "Playwright"]
+_WHEN = ["after the outage", "before the launch", "during the incident", "for the audit",
+         "on Friday", "behind a feature flag", "in the staging cluster", "after a customer "
+         "report", "for the Q3 roadmap", "during the migration", "before the freeze",
+         "after code review", "on the night shift", "for the security review", "in the spike"]
+
+
+def _one(rng: random.Random, i: int) -> str:
+    who = f"{rng.choice(_FIRST)} {rng.choice(_LAST)}"
+    what = f"the {rng.choice(_ADJ)} {rng.choice(_NOUN)}"
+    return f"{who} {rng.choice(_VERB)} {what} using {rng.choice(_TOOL)} {rng.choice(_WHEN)} (ticket {i})"
+
+
+def synthetic_texts(n: int, seed: int = 7) -> list[str]:
+    """``n`` distinct, plausible one-line memories: 200 people, 900 components, 40
+    actions, 30 tools and 15 occasions, so that a content word is in 0.5-7% of them."""
+    rng = random.Random(seed)
+    return [_one(rng, i) for i in range(n)]
 
 
 def synthetic_queries(n: int, seed: int = 11) -> list[str]:
     """``n`` distinct questions in the style of the memories (no embedding is reused)."""
     rng = random.Random(seed)
-    templates = ["what did {who} do to {topic}?", "who {verb} {topic}?",
-                 "anything about {topic} {detail}?", "what has {who} been working on {detail}?"]
+    templates = ["what did {who} do to the {adj} {noun}?", "who {verb} the {adj} {noun}?",
+                 "anything about the {adj} {noun} {when}?", "what has {who} done with {tool}?"]
     out: dict[str, None] = {}
     while len(out) < n:
-        out[rng.choice(templates).format(who=rng.choice(_WHO), topic=rng.choice(_TOPIC),
-                                         verb=rng.choice(_VERB), detail=rng.choice(_DETAIL))] = None
+        out[rng.choice(templates).format(
+            who=rng.choice(_FIRST), adj=rng.choice(_ADJ), noun=rng.choice(_NOUN),
+            verb=rng.choice(_VERB), when=rng.choice(_WHEN), tool=rng.choice(_TOOL))] = None
     return list(out)
-
-
-def synthetic_texts(n: int, seed: int = 7) -> list[str]:
-    """``n`` distinct, plausible one-line memories."""
-    rng = random.Random(seed)
-    return [f"{rng.choice(_WHO)} {rng.choice(_VERB)} {rng.choice(_TOPIC)} {rng.choice(_DETAIL)} "
-            f"(ticket {i})" for i in range(n)]
 
 
 def _fill_vectors(memory: Memory, texts: list[str], embed: bool, seed: int = 7) -> None:

@@ -2,7 +2,8 @@
 
 from __future__ import annotations
 
-from datetime import datetime
+from concurrent.futures import ThreadPoolExecutor
+from datetime import datetime, timezone
 
 from ..config import RetrievalConfig
 from ..embed import Embedder
@@ -27,6 +28,18 @@ class Retriever:
         self.store = store
         self.embedder = embedder
         self.config = config
+        self._executor: ThreadPoolExecutor | None = None
+
+    def _pool(self) -> ThreadPoolExecutor:
+        if self._executor is None:
+            self._executor = ThreadPoolExecutor(max_workers=1, thread_name_prefix="remem-query")
+        return self._executor
+
+    def close(self) -> None:
+        """Stop the query-embedding thread, if one was started."""
+        if self._executor is not None:
+            self._executor.shutdown(wait=True)
+            self._executor = None
 
     def __call__(self, query: str, *, scope: Scope, filters: Filters, k: int,
                  budget_tokens: int | None, now: datetime) -> list[Hit]:
@@ -34,17 +47,22 @@ class Retriever:
         plan = analyse(query, now)
         rankings: dict[str, list[int]] = {}
         reasons: dict[str, str] = {}
+        # the model embeds the query while SQLite runs the full-text search (both let go
+        # of the GIL), so a search costs the slower of the two, not their sum
+        embedding = self._pool().submit(self.embedder.embed_queries, [query]) \
+            if cfg.weight_vector > 0 else None
         rankings["fulltext"] = [r for r, _ in self.store.fulltext(
             plan.terms, scope, filters, cfg.candidates, cfg.weight_context)]
         reasons["fulltext"] = "matched words: " + ", ".join(plan.terms[:8])
-        if cfg.weight_vector > 0:
-            vec = self.embedder.embed_queries([query])[0]
+        if embedding is not None:
+            vec = embedding.result()[0]
             rankings["vector"] = [r for r, _ in self.store.vector(vec, scope, filters, cfg.candidates)]
             reasons["vector"] = "close in meaning"
         if plan.span is not None and cfg.weight_time > 0:
             start, end = plan.span
             rankings["time"] = [r for r, _ in self.store.time_window(start, end, scope, filters, cfg.candidates)]
-            reasons["time"] = f"inside the time span the query names ({datetime.fromtimestamp(start).date()})"
+            reasons["time"] = ("inside the time span the query names "
+                              f"({datetime.fromtimestamp(start, timezone.utc).date()})")
         weights = {"fulltext": cfg.weight_fulltext, "vector": cfg.weight_vector,
                    "time": cfg.weight_time, "neighbor": cfg.weight_neighbor}
         scores, ranks = rrf(rankings, weights, cfg.rrf_k)

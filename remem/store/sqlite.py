@@ -58,14 +58,19 @@ def _row_to_item(row: sqlite3.Row | tuple[Any, ...], sources: list[str]) -> Memo
     )
 
 
-def scope_sql(scope: Scope, alias: str = "m") -> tuple[str, list[Any]]:
-    """The WHERE clause that walls a query into ``scope``."""
-    clauses = [f"{alias}.org_id = ?"]
+def scope_sql(scope: Scope, alias: str = "m", *, by_rowid: bool = False) -> tuple[str, list[Any]]:
+    """The WHERE clause that walls a query into ``scope``.
+
+    ``by_rowid`` keeps SQLite from scanning a scope index when the query already names
+    its rows by rowid: a unary ``+`` makes a column unusable as an index key.
+    """
+    plus = "+" if by_rowid else ""
+    clauses = [f"{plus}{alias}.org_id = ?"]
     params: list[Any] = [scope.org_id]
     for name in _SCOPE_FIELDS:
         value = getattr(scope, name)
         if value is not None:
-            clauses.append(f"{alias}.{name} = ?")
+            clauses.append(f"{plus}{alias}.{name} = ?")
             params.append(value)
     return " AND ".join(clauses), params
 
@@ -557,7 +562,7 @@ class SQLiteStore:
         """The subset of ``rowids`` inside the scope wall and passing the filters."""
         if not rowids:
             return set()
-        where, params = scope_sql(scope)
+        where, params = scope_sql(scope, by_rowid=True)
         fwhere, fparams = filters_sql(filters)
         marks = ",".join("?" * len(rowids))
         return {r for (r,) in self.conn.execute(
@@ -567,21 +572,40 @@ class SQLiteStore:
     def fulltext(self, terms: Sequence[str], scope: Scope, filters: Filters, limit: int,
                  context_weight: float = 0.5) -> list[tuple[int, float]]:
         """BM25 over passages (higher is better), best passage per memory; words found
-        only in the neighbouring turns count ``context_weight`` as much."""
+        only in the neighbouring turns count ``context_weight`` as much.
+
+        The best passages of the whole index are ranked first, without joins, and then
+        checked against the scope; when too few pass (a small scope in a large store),
+        the ranking is redone inside the scope.
+        """
         if not terms:
             return []
+        match = _fts_match(terms) if context_weight else f"body : ({_fts_match(terms)})"
+        rank = f"bm25(passages_fts, 1.0, {float(context_weight)!r})"
+        want = limit * 2
+        for _ in range(3):
+            rows = self.conn.execute(
+                f"SELECT p.memory_rowid, f.s FROM (SELECT rowid, {rank} AS s FROM passages_fts "
+                f"WHERE passages_fts MATCH ? ORDER BY s LIMIT ?) f "
+                f"JOIN passages p ON p.rowid = f.rowid ORDER BY f.s", (match, want)).fetchall()
+            best: dict[int, float] = {}
+            for rowid, score in rows:
+                best.setdefault(rowid, -score)
+            ok = self.accept(list(best), scope, filters)
+            found = [(r, s) for r, s in best.items() if r in ok]
+            if len(found) >= limit or len(rows) < want:
+                return found[:limit]
+            want *= 8
         where, params = scope_sql(scope)
         fwhere, fparams = filters_sql(filters)
         rows = self.conn.execute(
-            f"SELECT p.memory_rowid, bm25(passages_fts, 1.0, {float(context_weight)!r}) AS s "
-            f"FROM passages_fts "
+            f"SELECT p.memory_rowid, {rank} AS s FROM passages_fts "
             f"JOIN passages p ON p.rowid = passages_fts.rowid "
             f"JOIN memories m ON m.rowid = p.memory_rowid "
             f"WHERE passages_fts MATCH ? AND {where} AND {fwhere} ORDER BY s LIMIT ?",
-            [_fts_match(terms) if context_weight else f"body : ({_fts_match(terms)})",
-             *params, *fparams, limit * 2],
+            [match, *params, *fparams, limit * 2],
         ).fetchall()
-        best: dict[int, float] = {}
+        best = {}
         for rowid, score in rows:
             best.setdefault(rowid, -score)
         return list(best.items())[:limit]
