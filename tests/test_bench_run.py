@@ -169,6 +169,20 @@ def test_cli_run_and_report(locomo_file: Path, tmp_path: Path) -> None:
     assert bad.exit_code == 1 and "nope" in bad.output
 
 
+def test_cli_locomo_ablation_settings(locomo_file: Path) -> None:
+    runner = CliRunner()
+    base = ["bench", "locomo", "--data", str(locomo_file), "--no-progress", "--json"]
+    full = json.loads(runner.invoke(app, base).stdout)
+    words_only = runner.invoke(app, [*base, "--set", "weight_vector=0", "--set", "neighbor_seeds=0"])
+    assert words_only.exit_code == 0, words_only.output
+    ablated = json.loads(words_only.stdout)
+    assert ablated["retrieval_settings"] == {"weight_vector": "0", "neighbor_seeds": "0"}
+    assert set(ablated) >= {"recall@5", "recall@10", "recall@20", "by_category", "search_ms"}
+    assert "retrieval_settings" not in full
+    bad = runner.invoke(app, [*base, "--set", "weight_vector=lots"])
+    assert bad.exit_code == 1 and "weight_vector" in bad.output
+
+
 # --- LLM answers and judge, against a stand-in server ----------------------------------------
 
 class StandInChat(BaseHTTPRequestHandler):

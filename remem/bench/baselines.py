@@ -175,13 +175,15 @@ class FullContextSystem:
 SYSTEMS = ("remem", "bm25", "dense", "full-context", "mem0")
 
 
-def make_system(name: str, folder: Path, *, embedder: Embedder | None = None) -> System:
+def make_system(name: str, folder: Path, *, embedder: Embedder | None = None,
+                config: Config | None = None) -> System:
     """A fresh, empty system by name (one of ``SYSTEMS``), keeping its files in ``folder``.
 
-    ``embedder`` shares one loaded embedding model between systems that use it.
+    ``embedder`` shares one loaded embedding model between systems that use it;
+    ``config`` is remem's (e.g. other retrieval settings, for an ablation).
     """
     if name == "remem":
-        return RememSystem(folder, embedder=embedder)
+        return RememSystem(folder, config=config, embedder=embedder)
     if name == "bm25":
         return BM25System()
     if name == "dense":

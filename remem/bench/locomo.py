@@ -20,6 +20,7 @@ from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any
 
+from ..config import Config, RetrievalConfig
 from .baselines import System, make_system
 from .stats import percentile, progress_bar
 
@@ -164,15 +165,20 @@ def _iterate(items: list[Conversation], progress: bool) -> Iterator[Conversation
 
 
 def run(data: str | Path, system: str = "remem", limit: int | None = None, progress: bool = True,
-        make: Callable[[str, Path], System] = make_system) -> dict[str, Any]:
-    """Ingest each conversation, ask every question, and return recall and speed figures."""
+        make: Callable[..., System] = make_system,
+        retrieval: dict[str, Any] | None = None) -> dict[str, Any]:
+    """Ingest each conversation, ask every question, and return recall and speed figures.
+
+    ``retrieval`` overrides remem's retrieval settings (``RetrievalConfig`` fields).
+    """
     conversations = load(data)[:limit]
     rows: list[tuple[int, dict[int, float]]] = []
     search_ms: list[float] = []
     turns = 0
     add_s = ingest_s = 0.0
     with tempfile.TemporaryDirectory(prefix="remem-bench-") as tmp:
-        sys_ = make(system, Path(tmp))
+        config = Config(retrieval=RetrievalConfig(**retrieval)) if retrieval else None
+        sys_ = make(system, Path(tmp), config=config)
         try:
             for conv in _iterate(conversations, progress):
                 start = time.perf_counter()

@@ -65,17 +65,29 @@ def locomo(
     data: Annotated[Path, typer.Option(
         exists=True, dir_okay=False, help="The LoCoMo data file (locomo10.json).")],
     system: Annotated[System, typer.Option(help="Which retrieval to measure.")] = System.remem,
-    limit: Annotated[int | None, typer.Option(help="Only the first N questions.")] = None,
+    limit: Annotated[int | None, typer.Option(help="Only the first N conversations.")] = None,
+    settings: Annotated[list[str] | None, typer.Option(
+        "--set", help="A retrieval setting for remem, KEY=VALUE (e.g. neighbor_window=1); "
+        "repeatable. For ablations.")] = None,
     progress: ProgressOpt = True,
     as_json: JsonOpt = False,
 ) -> None:
     """Measure retrieval quality on the LoCoMo long-conversation benchmark.
 
-    Example: remem bench locomo --data locomo10.json --system bm25 --limit 200
+    Example: remem bench locomo --data locomo10.json --system bm25 --limit 2
     """
     run = load_runner("locomo")
     with boundary():
-        result = run(str(data), system=system.value, limit=limit, progress=progress)
+        overrides = {}
+        for pair in settings or []:
+            key, sep, value = pair.partition("=")
+            if not sep:
+                raise typer.BadParameter(f"{pair!r}: write KEY=VALUE", param_hint="--set")
+            overrides[key.strip()] = value.strip()
+        result = run(str(data), system=system.value, limit=limit, progress=progress,
+                     retrieval=overrides or None)
+        if overrides:
+            result["retrieval_settings"] = overrides
     report(f"LoCoMo ({system.value})", result, as_json)
 
 
