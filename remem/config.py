@@ -61,7 +61,7 @@ class Config(BaseModel):
     worker_batch: int = Field(32, ge=1, description="passages embedded per worker step")
     retrieval: RetrievalConfig = Field(default_factory=RetrievalConfig)
     openai_base_url: str | None = None
-    openai_api_key: str | None = None
+    openai_api_key: str | None = Field(None, repr=False)
 
     @field_validator("embedder")
     @classmethod

@@ -24,7 +24,7 @@ from ._inputs import (
 )
 from .config import Config, default_path
 from .embed import Embedder, create_embedder
-from .errors import ClosedError, ValidationError
+from .errors import ClosedError, EmbeddingError, ValidationError
 from .model import (
     EPISODE_KINDS,
     AddResult,
@@ -116,12 +116,14 @@ class Memory:
         self.close()
 
     def flush(self, timeout: float | None = None) -> bool:
-        """Wait until the background work this Memory queued is done; True if it all is."""
+        """Wait until the background work this Memory queued is over; True if all of it
+        succeeded, False if some is still running at ``timeout`` or failed for good (see
+        ``stats().jobs``; the episodes stay searchable by full text)."""
         self._check_open()
         waiting = set(self._pending)  # adds from other threads may join meanwhile
-        still = wait_for(self.store, self.worker, waiting, timeout)
+        still, failed = wait_for(self.store, self.worker, waiting, timeout)
         self._pending -= waiting - still
-        return not still
+        return not still and not failed
 
     # --- writing ----------------------------------------------------------------------
 
@@ -133,7 +135,10 @@ class Memory:
             if self.config.run_worker:
                 self.worker.wake()
         else:
-            wait_for(self.store, self.worker, {job_id}, None)
+            _, failed = wait_for(self.store, self.worker, {job_id}, None)
+            if failed:
+                raise EmbeddingError(f"the episodes {[i.id for i in items]} were stored but "
+                                     "could not be embedded; see `remem stats` for the failed job")
         return AddResult(episode_ids=[i.id for i in items], job_ids=[job_id])
 
     def _passages(self, text: str, speaker: str | None) -> list[str]:
@@ -167,7 +172,7 @@ class Memory:
             items.append(NewMemory(
                 id=new_id("e_"), kind="episode", text=text, raw=True, scope=scope, role=role,
                 metadata={**(metadata or {}), **meta}, observed_at=now,
-                event_time=when if when is not None else (default_time or now),
+                event_time=when if when is not None else (now if default_time is None else default_time),
                 passages=self._passages(text, role),
             ))
         return self._queue(items)
@@ -301,7 +306,7 @@ class Memory:
         filters = Filters(kinds=kinds,
                           include_episodes=include_episodes or bool(kinds and set(kinds) & set(EPISODE_KINDS)),
                           statuses=statuses)
-        return self.store.list(scope, filters, limit, cursor)
+        return self.store.page(scope, filters, limit, cursor)
 
     def history(self, memory_id: str, *, org_id: str | None = None, user_id: str | None = None,
                 project: str | None = None, agent_id: str | None = None) -> builtins.list[HistoryEntry]:

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import asyncio
 import time
+from typing import Any
 from collections.abc import Callable
 from datetime import datetime, timezone
 from pathlib import Path
@@ -13,6 +14,7 @@ import pytest
 from remem import (
     AsyncMemory,
     ClosedError,
+    Config,
     Memory,
     NotFoundError,
     ValidationError,
@@ -538,3 +540,43 @@ def test_a_bad_event_is_refused_naming_the_field(mem: Memory, event: dict, field
         mem.add_events([BASH_FAIL, event], user_id="alice")
     assert field in str(err.value)
     assert mem.stats().episodes == 0
+
+
+@pytest.mark.parametrize("remove", ["purge", "forget"])
+def test_a_removed_turn_leaves_no_words_in_its_neighbours(hash_mem: Memory, remove: str) -> None:
+    turns = hash_mem.add(["hello there", "the secret is hunter2zebra", "nice weather today"],
+                         user_id="alice", session_id="s1").episode_ids
+    assert turns[1] in ids(hash_mem.search("hunter2zebra", user_id="alice", k=3))
+    getattr(hash_mem, remove)(turns[1], user_id="alice")
+    for hit in hash_mem.search("hunter2zebra", user_id="alice", k=3):
+        assert "fulltext" not in hit.channels, hit.memory.text  # not even as context
+    # the turns that were around it now have each other as context
+    found = hash_mem.search("weather", user_id="alice", k=3)
+    assert {h.memory.id for h in found if "fulltext" in h.channels} == {turns[0], turns[2]}
+
+
+def test_an_in_memory_store_is_shared_by_the_worker_and_other_threads() -> None:
+    with Memory(":memory:", config=Config(embedder="hash")) as m:
+        episode = m.add("we deploy with make ship", user_id="alice").episode_ids[0]
+        assert m.flush(timeout=30)  # the worker thread embedded it in the same database
+        assert m.stats().vectors == 1
+        hits = asyncio.run(asyncio.to_thread(m.search, "deploy", user_id="alice"))
+        assert [h.memory.id for h in hits] == [episode]
+
+
+def test_flush_reports_embedding_that_failed_for_good(open_memory: Callable[..., Memory]) -> None:
+    class Broken:
+        name, dim = "broken", 8
+
+        def embed_queries(self, texts: list[str]) -> Any:
+            raise RuntimeError("model exploded")
+
+        embed_passages = embed_queries
+
+    m = open_memory(embedder=Broken(), config=Config(run_worker=False))
+    episode = m.add("we deploy with make ship", user_id="alice").episode_ids[0]
+    with m.store.write() as conn:  # no waiting for the retry backoff in a test
+        conn.execute("UPDATE jobs SET max_attempts = 1")
+    assert m.flush(timeout=30) is False
+    assert m.stats().jobs == {"failed": 1}
+    assert m.get(episode).text == "we deploy with make ship"  # the turn itself is kept

@@ -353,7 +353,10 @@ def span(start: datetime, end: datetime) -> tuple[float, float]:
     ("three weeks ago", span(utc(2023, 4, 19), utc(2023, 4, 26))),
     ("last month", span(utc(2023, 4, 1), utc(2023, 5, 1))),
     ("in May 2023", span(utc(2023, 5, 1), utc(2023, 6, 1))),
-    ("back in december", span(utc(2023, 12, 1), utc(2024, 1, 1))),
+    ("back in december", span(utc(2022, 12, 1), utc(2023, 1, 1))),  # the last December
+    ("this month", span(utc(2023, 5, 1), utc(2023, 6, 1))),
+    ("last year", span(utc(2022, 1, 1), utc(2023, 1, 1))),
+    ("in 2024", span(utc(2024, 1, 1), utc(2025, 1, 1))),  # a leap year: 366 days
     ("on 8 May 2023", span(utc(2023, 5, 8), utc(2023, 5, 9))),
     ("on 2023-05-08", span(utc(2023, 5, 8), utc(2023, 5, 9))),
     ("in 2022", span(utc(2022, 1, 1), utc(2023, 1, 1))),
@@ -365,7 +368,8 @@ def test_time_span_of_a_phrase(phrase: str, expected: tuple[float, float]) -> No
 
 
 @pytest.mark.parametrize("phrase", ["which package manager?", "I may go", "deploy to prod",
-                                    "2023-02-30", "中文回答"])
+                                    "2023-02-30", "中文回答", "3000 years ago", "in 9999",
+                                    "events of December 9999"])
 def test_no_time_span_without_a_time_phrase(phrase: str) -> None:
     assert time_span(phrase, NOW) is None
 

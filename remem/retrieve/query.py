@@ -48,9 +48,25 @@ def _span(start: datetime, days: float) -> tuple[float, float]:
     return start.timestamp(), (start + timedelta(days=days)).timestamp() - 1e-3
 
 
+def _between(start: datetime, end: datetime) -> tuple[float, float]:
+    return start.timestamp(), end.timestamp() - 1e-3
+
+
+def _next_month(start: datetime) -> datetime:
+    return start.replace(year=start.year + 1, month=1) if start.month == 12 else \
+        start.replace(month=start.month + 1)
+
+
 def time_span(text: str, now: datetime) -> tuple[float, float] | None:
-    """The time range a phrase like "last week", "in May 2023" or "上周" refers to."""
-    low = text.lower()
+    """The time range a phrase like "last week", "in May 2023" or "上周" refers to, or
+    None when the text names none (or names a date no calendar holds)."""
+    try:
+        return _time_span(text.lower(), now)
+    except (ValueError, OverflowError):  # "3000 years ago", "December 9999"
+        return None
+
+
+def _time_span(low: str, now: datetime) -> tuple[float, float] | None:
     today = _day(now)
     simple = {
         "today": (today, 1), "yesterday": (today - timedelta(days=1), 1),
@@ -63,17 +79,18 @@ def time_span(text: str, now: datetime) -> tuple[float, float] | None:
     week = today - timedelta(days=today.weekday())
     month = today.replace(day=1)
     prev_month = (month - timedelta(days=1)).replace(day=1)
+    year = today.replace(month=1, day=1)
     relative = {
-        r"\blast week\b|上周|上个星期|上星期": (week - timedelta(days=7), 7),
-        r"\bthis week\b|本周|这周|这个星期": (week, 7),
-        r"\blast month\b|上个月|上月": (prev_month, (month - prev_month).days),
-        r"\bthis month\b|本月|这个月": (month, 31),
-        r"\blast year\b|去年": (today.replace(year=today.year - 1, month=1, day=1), 365),
-        r"\bthis year\b|今年": (today.replace(month=1, day=1), 366),
+        r"\blast week\b|上周|上个星期|上星期": (week - timedelta(days=7), week),
+        r"\bthis week\b|本周|这周|这个星期": (week, week + timedelta(days=7)),
+        r"\blast month\b|上个月|上月": (prev_month, month),
+        r"\bthis month\b|本月|这个月": (month, _next_month(month)),
+        r"\blast year\b|去年": (year.replace(year=year.year - 1), year),
+        r"\bthis year\b|今年": (year, year.replace(year=year.year + 1)),
     }
-    for pattern, (start, days) in relative.items():
+    for pattern, (start, end) in relative.items():
         if re.search(pattern, low):
-            return _span(start, days)
+            return _between(start, end)
     ago = re.search(r"\b(\d+|a|an|one|two|three|four|five|six)\s+(day|week|month|year)s?\s+ago\b", low)
     if ago:
         n = {"a": 1, "an": 1, "one": 1, "two": 2, "three": 3, "four": 4, "five": 5, "six": 6}.get(
@@ -82,31 +99,27 @@ def time_span(text: str, now: datetime) -> tuple[float, float] | None:
         return _span(today - timedelta(days=n * days), days)
     iso = re.search(r"\b(\d{4})-(\d{2})-(\d{2})\b", low)
     if iso:
-        try:
-            return _span(datetime(*map(int, iso.groups()), tzinfo=timezone.utc), 1)
-        except ValueError:
-            return None
+        return _span(datetime(*map(int, iso.groups()), tzinfo=timezone.utc), 1)
     named = re.search(
         r"\b(?:(\d{1,2})\s+)?(" + "|".join(sorted(_MONTHS, key=len, reverse=True)) +
         r")\.?(?:\s+(\d{1,2}))?(?:,?\s+(\d{4}))?\b", low)
     if named and (named.group(4) or named.group(1) or named.group(3) or len(named.group(2)) > 3):
         if named.group(2) == "may" and not (named.group(4) or named.group(1) or named.group(3)):
             return None  # "may" alone is a verb far more often than a month
-        year = int(named.group(4)) if named.group(4) else now.year
         month_no = _MONTHS[named.group(2)]
         day_no = named.group(1) or named.group(3)
-        try:
-            if day_no:
-                return _span(datetime(year, month_no, int(day_no), tzinfo=timezone.utc), 1)
-            start = datetime(year, month_no, 1, tzinfo=timezone.utc)
-        except ValueError:
-            return None
-        end = start.replace(year=year + 1, month=1) if month_no == 12 else start.replace(month=month_no + 1)
-        return start.timestamp(), end.timestamp() - 1e-3
+        if named.group(4):
+            year_no = int(named.group(4))
+        else:  # a month with no year is the latest one that has begun
+            year_no = now.year if (month_no, int(day_no or 1)) <= (now.month, now.day) else now.year - 1
+        if day_no:
+            return _span(datetime(year_no, month_no, int(day_no), tzinfo=timezone.utc), 1)
+        start = datetime(year_no, month_no, 1, tzinfo=timezone.utc)
+        return _between(start, _next_month(start))
     year_only = re.search(r"\bin (\d{4})\b|(\d{4})年", low)
     if year_only:
-        year = int(year_only.group(1) or year_only.group(2))
-        return _span(datetime(year, 1, 1, tzinfo=timezone.utc), 365)
+        start = datetime(int(year_only.group(1) or year_only.group(2)), 1, 1, tzinfo=timezone.utc)
+        return _between(start, start.replace(year=start.year + 1))
     return None
 
 

@@ -7,6 +7,7 @@ import threading
 import time
 
 from ..embed import Embedder
+from ..errors import EmbeddingError
 from ..store.base import Job, Store
 
 __all__ = ["EmbedWorker"]
@@ -43,8 +44,11 @@ class EmbedWorker:
                 return False
             chunk = todo[i : i + self.batch]
             vectors = self.embedder.embed_passages([text for _, text in chunk])
+            if len(vectors) != len(chunk):
+                raise EmbeddingError(f"the embedder returned {len(vectors)} vectors for "
+                                     f"{len(chunk)} passages")
             last = i + self.batch >= len(todo)
-            self.store.put_vectors([(r, v) for (r, _), v in zip(chunk, vectors)],
+            self.store.put_vectors([(r, v) for (r, _), v in zip(chunk, vectors, strict=True)],
                                    jobs, renew_s=None if last else self.lease_s)
         if not todo:
             self.store.put_vectors([], jobs)
@@ -106,18 +110,21 @@ class EmbedWorker:
 
 
 def wait_for(store: Store, worker: EmbedWorker, job_ids: set[str],
-             timeout: float | None) -> set[str]:
-    """Block until none of ``job_ids`` is queued or running; return those still pending."""
+             timeout: float | None) -> tuple[set[str], set[str]]:
+    """Block until none of ``job_ids`` is queued or running; return the ids still pending
+    (at the timeout) and those that failed for good."""
     deadline = None if timeout is None else time.monotonic() + timeout
     pending = set(job_ids)
+    failed: set[str] = set()
     while pending:
         states = store.job_states(sorted(pending))
+        failed |= {j for j in pending if states.get(j) == "failed"}
         pending = {j for j in pending if states.get(j) in ("queued", "running")}
         if not pending or (deadline is not None and time.monotonic() > deadline):
-            return pending
+            return pending, failed
         if worker.running:
             with worker.idle:
                 worker.idle.wait(0.05)
         elif not worker.run_once():
             time.sleep(0.05)
-    return pending
+    return pending, failed

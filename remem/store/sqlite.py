@@ -124,6 +124,10 @@ class SQLiteStore:
     def __init__(self, path: str | os.PathLike[str], *, dim: int, embedder: str,
                  busy_timeout_s: float = 10.0, reembed: bool = False) -> None:
         self.path = str(path)
+        # ":memory:" must be one database for every thread's connection, not one each
+        self._uri = self.path == ":memory:"
+        self._target = f"file:remem-{os.urandom(8).hex()}?mode=memory&cache=shared" \
+            if self._uri else self.path
         self.busy_timeout_s = busy_timeout_s
         self._local = threading.local()
         self._conns: list[sqlite3.Connection] = []
@@ -148,7 +152,7 @@ class SQLiteStore:
 
     def _connect(self) -> sqlite3.Connection:
         try:
-            conn = sqlite3.connect(self.path, timeout=self.busy_timeout_s,
+            conn = sqlite3.connect(self._target, timeout=self.busy_timeout_s, uri=self._uri,
                                    isolation_level=None, check_same_thread=False)
             conn.execute("PRAGMA foreign_keys = ON")
             conn.execute("PRAGMA synchronous = NORMAL")
@@ -194,10 +198,13 @@ class SQLiteStore:
                 delay = min(delay * 2, 0.5)
         try:
             yield conn
-        except BaseException:
-            conn.execute("ROLLBACK")
+            conn.execute("COMMIT")
+        except BaseException as exc:
+            if conn.in_transaction:
+                conn.rollback()
+            if isinstance(exc, sqlite3.Error):
+                raise StoreError(f"writing to {self.path} failed: {exc}") from exc
             raise
-        conn.execute("COMMIT")
 
     def close(self) -> None:
         """Close every connection; idempotent."""
@@ -296,27 +303,34 @@ class SQLiteStore:
             rowids.append(rowid)
         return rowids
 
-    def _link_previous(self, conn: sqlite3.Connection, rowid: int, item: NewMemory) -> str:
-        """Add this episode's text to the full-text context of the episode before it in
-        its session; return that episode's text, the start of this one's context."""
-        s = item.scope
-        if not item.raw or s.session_id is None:
-            return ""
-        prev = conn.execute(
-            "SELECT rowid, text FROM memories WHERE org_id = ? AND user_id IS ? AND agent_id IS ? "
-            "AND project IS ? AND session_id = ? AND raw = 1 AND rowid < ? "
-            "ORDER BY rowid DESC LIMIT 1",
-            (s.org_id, s.user_id, s.agent_id, s.project, s.session_id, rowid),
-        ).fetchone()
-        if prev is None:
-            return ""
-        addition = segment(item.text[:_CONTEXT_CHARS])
-        conn.execute(
-            "UPDATE passages_fts SET context = context || ' ' || ? "
-            "WHERE rowid IN (SELECT rowid FROM passages WHERE memory_rowid = ?)",
-            (addition, prev[0]),
-        )
-        return segment(prev[1][:_CONTEXT_CHARS])
+    @staticmethod
+    def _adjacent(conn: sqlite3.Connection, rowid: int, after: bool) -> tuple[int, str] | None:
+        """The active episode just before (or after) this one in its session and scope."""
+        op, order = (">", "ASC") if after else ("<", "DESC")
+        return conn.execute(
+            f"SELECT n.rowid, n.text FROM memories e JOIN memories n ON n.org_id = e.org_id "
+            f"AND n.user_id IS e.user_id AND n.agent_id IS e.agent_id AND n.project IS e.project "
+            f"AND n.session_id = e.session_id AND n.raw = 1 AND n.status = 'active' "
+            f"AND n.rowid {op} e.rowid WHERE e.rowid = ? AND e.session_id IS NOT NULL "
+            f"ORDER BY n.rowid {order} LIMIT 1", (rowid,)).fetchone()
+
+    def _context(self, conn: sqlite3.Connection, rowid: int) -> str:
+        """An episode's full-text context: the texts of the active turns around it."""
+        near = [self._adjacent(conn, rowid, after) for after in (False, True)]
+        return " ".join(segment(n[1][:_CONTEXT_CHARS]) for n in near if n is not None)
+
+    def _refresh_context(self, conn: sqlite3.Connection, rowids: Iterable[int]) -> None:
+        for rowid in rowids:
+            conn.execute(
+                "UPDATE passages_fts SET context = ? "
+                "WHERE rowid IN (SELECT rowid FROM passages WHERE memory_rowid = ?)",
+                (self._context(conn, rowid), rowid))
+
+    def _around(self, conn: sqlite3.Connection, rowids: Iterable[int]) -> set[int]:
+        """The active episodes next to these ones, whose context holds their text."""
+        near = {n[0] for r in rowids for after in (False, True)
+                if (n := self._adjacent(conn, r, after)) is not None}
+        return near - set(rowids)
 
     def _queue_embed(self, conn: sqlite3.Connection, job_id: str, passages: list[int]) -> None:
         now = time.time()
@@ -342,7 +356,8 @@ class SQLiteStore:
                     (item.id, item.kind, int(item.raw), item.text, item.role, item.subject,
                      s.org_id, s.user_id, s.agent_id, s.project, s.session_id,
                      json.dumps(item.metadata, ensure_ascii=False), item.event_time,
-                     item.observed_at, now, now, item.event_time or item.observed_at),
+                     item.observed_at, now, now,
+                     item.observed_at if item.event_time is None else item.event_time),
                 )
                 rowid = cur.lastrowid
                 assert rowid is not None
@@ -359,7 +374,10 @@ class SQLiteStore:
                     "VALUES (?, 1, 'created', ?, 'active', ?)",
                     (rowid, item.text, now),
                 )
-                context = self._link_previous(conn, rowid, item)
+                context = ""
+                if item.raw:  # the turn before now has this one after it
+                    context = self._context(conn, rowid)
+                    self._refresh_context(conn, self._around(conn, [rowid]))
                 passages += self._insert_passages(conn, rowid, item.passages or [item.text], context)
             if embed_job_id is not None:
                 self._queue_embed(conn, embed_job_id, passages)
@@ -413,6 +431,7 @@ class SQLiteStore:
         with self.write() as conn:
             row = self._item_row(conn, memory_id, scope)
             rowid, version = row[0], row[8] + 1
+            near = self._around(conn, [rowid])
             valid_to = now if status in ("superseded", "forgotten") else None
             conn.execute(
                 "UPDATE memories SET status = ?, version = ?, updated_at = ?, "
@@ -424,6 +443,7 @@ class SQLiteStore:
                 "VALUES (?, ?, ?, ?, ?, ?, ?)",
                 (rowid, version, status, row[3], status, reason, now),
             )
+            self._refresh_context(conn, near)  # no neighbour keeps a hidden turn's words
         return self.get(memory_id, scope)
 
     def purge(self, memory_id: str, scope: Scope) -> list[str]:
@@ -444,7 +464,9 @@ class SQLiteStore:
             marks = ",".join("?" * len(doomed))
             ids = [i for (i,) in conn.execute(
                 f"SELECT id FROM memories WHERE rowid IN ({marks})", list(doomed))]
+            near = self._around(conn, doomed)
             conn.execute(f"DELETE FROM memories WHERE rowid IN ({marks})", list(doomed))
+            self._refresh_context(conn, near)  # no neighbour keeps a purged turn's words
         return ids
 
     # --- reads ------------------------------------------------------------------------
@@ -479,18 +501,18 @@ class SQLiteStore:
         ).fetchall()
         return {r[0]: item for r, item in zip(rows, self._items(rows))}
 
-    def list(self, scope: Scope, filters: Filters, limit: int, cursor: str | None) -> Page:
+    def page(self, scope: Scope, filters: Filters, limit: int, cursor: str | None) -> Page:
         where, params = scope_sql(scope)
         fwhere, fparams = filters_sql(filters)
-        after = ""
+        before = 2**63 - 1
         if cursor is not None:
-            if not cursor.isdigit():
+            if not (cursor.isascii() and cursor.isdigit()):
                 raise ValidationError("cursor", f"{cursor!r} is not a cursor from a previous page")
-            after = f"AND m.rowid < {int(cursor)}"
+            before = int(cursor)
         rows = self.conn.execute(
-            f"SELECT {_COLUMNS} FROM memories m WHERE {where} AND {fwhere} {after} "
+            f"SELECT {_COLUMNS} FROM memories m WHERE {where} AND {fwhere} AND m.rowid < ? "
             f"ORDER BY m.rowid DESC LIMIT ?",
-            [*params, *fparams, limit + 1],
+            [*params, *fparams, before, limit + 1],
         ).fetchall()
         more = len(rows) > limit
         rows = rows[:limit]
