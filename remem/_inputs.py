@@ -124,7 +124,10 @@ def parse_scope(**fields: Any) -> Scope:
     return Scope(**fields)
 
 
-def parse_messages(messages: object, max_chars: int) -> list[tuple[str | None, str, dict[str, Any], float | None]]:
+ParsedMessage = tuple[str | None, str, dict[str, Any], float | None]
+
+
+def parse_messages(messages: object, max_chars: int) -> list[ParsedMessage]:
     """``(role, text, metadata, time)`` per message from a string, a dict or a list of dicts."""
     if isinstance(messages, str):
         messages = [{"role": "user", "content": messages}]

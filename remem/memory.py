@@ -28,8 +28,8 @@ from .errors import ClosedError, EmbeddingError, ValidationError
 from .model import (
     EPISODE_KINDS,
     AddResult,
-    Hit,
     HistoryEntry,
+    Hit,
     MemoryItem,
     Page,
     Stats,
@@ -304,7 +304,8 @@ class Memory:
         statuses = ("active", "superseded", "archived", "forgotten") if include_inactive else ("active",)
         kinds = _kinds(kinds) or None
         filters = Filters(kinds=kinds,
-                          include_episodes=include_episodes or bool(kinds and set(kinds) & set(EPISODE_KINDS)),
+                          include_episodes=include_episodes
+                          or bool(kinds and set(kinds) & set(EPISODE_KINDS)),
                           statuses=statuses)
         return self.store.page(scope, filters, limit, cursor)
 

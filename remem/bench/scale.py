@@ -96,7 +96,8 @@ def _fill_vectors(memory: Memory, texts: list[str], embed: bool, seed: int = 7) 
         vectors = vectors + rng.normal(0, 0.02, vectors.shape).astype(np.float32)
         vectors /= np.linalg.norm(vectors, axis=1, keepdims=True)
     for i in range(0, len(rows), 5000):
-        store.put_vectors([(r, v) for (r, _), v in zip(rows[i : i + 5000], vectors[i : i + 5000])],
+        chunk = zip(rows[i : i + 5000], vectors[i : i + 5000], strict=True)
+        store.put_vectors([(r, v) for (r, _), v in chunk],
                           jobs if i + 5000 >= len(rows) else [])
 
 

@@ -60,7 +60,8 @@ class Retriever:
             reasons["vector"] = "close in meaning"
         if plan.span is not None and cfg.weight_time > 0:
             start, end = plan.span
-            rankings["time"] = [r for r, _ in self.store.time_window(start, end, scope, filters, cfg.candidates)]
+            window = self.store.time_window(start, end, scope, filters, cfg.candidates)
+            rankings["time"] = [r for r, _ in window]
             reasons["time"] = ("inside the time span the query names "
                               f"({datetime.fromtimestamp(start, timezone.utc).date()})")
         weights = {"fulltext": cfg.weight_fulltext, "vector": cfg.weight_vector,
@@ -96,7 +97,7 @@ class Retriever:
         return [
             Hit.model_construct(
                 memory=items[r], score=scores[r], channels=ranks[r],
-                reasons=[reasons[c] for c in ranks[r]], sources=sources[r],
+                reasons=[reasons.get(c, c) for c in ranks[r]], sources=sources[r],
                 tokens=estimate_tokens(items[r].text),
             )
             for r in hits

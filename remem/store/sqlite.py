@@ -499,7 +499,7 @@ class SQLiteStore:
         rows = self.conn.execute(
             f"SELECT {_COLUMNS} FROM memories m WHERE m.rowid IN ({marks})", rowids
         ).fetchall()
-        return {r[0]: item for r, item in zip(rows, self._items(rows))}
+        return {r[0]: item for r, item in zip(rows, self._items(rows), strict=True)}
 
     def page(self, scope: Scope, filters: Filters, limit: int, cursor: str | None) -> Page:
         where, params = scope_sql(scope)
@@ -704,6 +704,10 @@ class SQLiteStore:
     def claim_jobs(self, kind: str, limit: int, lease_s: float) -> list[Job]:
         """Take up to ``limit`` runnable jobs (queued, or running with an expired lease)."""
         now = time.time()
+        runnable = ("SELECT 1 FROM jobs WHERE kind = ? AND ((state = 'queued' AND run_after <= ?) "
+                    "OR (state = 'running' AND lease_until < ?)) LIMIT 1")
+        if self.conn.execute(runnable, (kind, now, now)).fetchone() is None:
+            return []  # an idle worker looks without taking the write lock
         with self.write() as conn:
             rows = conn.execute(
                 "SELECT rowid, id, kind, payload, attempts FROM jobs WHERE kind = ? AND "
