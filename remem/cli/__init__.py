@@ -6,6 +6,7 @@
 from __future__ import annotations
 
 from . import bench, commands, demo, transfer  # noqa: F401  (they register the commands)
+from . import bench_extract  # noqa: F401
 from .app import app
 
 __all__ = ["app", "main"]

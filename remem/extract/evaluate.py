@@ -17,6 +17,12 @@ instruction of the user ("always ...", "never ...", "I prefer ...") is a ``prefe
 how the team or the code base does things ("we use black", "tests go in tests/", "use
 snake_case") is a ``convention``; the stack and its commands are ``project``.
 
+Cases carry a ``split``: ``dev`` cases were read while the rules were written (their
+scores are in-sample); ``heldout`` cases were written afterwards, committed before the rules
+first ran on them, and never used to change a rule, so their scores are the honest ones.
+When held-out failures are used to change the rules, those cases become ``dev`` and a new
+held-out set is written.
+
 A predicted candidate matches an expected memory of its case when the kinds agree and
 every key appears in the candidate's text (case-insensitive); each side matches at most
 once (a maximum matching). Subjects and dates are scored on the matched pairs.
@@ -186,8 +192,9 @@ def run(corpus_path: str | Path | None = None, *, extractor: Extractor | None = 
         "by_language": {k.split(":")[1]: scores(k) for k in sorted(tally) if k.startswith("lang:")},
         "by_input": {k.split(":")[1]: scores(k) for k in sorted(tally) if k.startswith("input:")},
         "by_kind": {k.split(":")[1]: scores(k) for k in sorted(tally) if k.startswith("kind:")},
-        "by_split": {k.split(":")[1]: scores(k) for k in sorted(tally)
-                     if k.startswith(("split:", "split-lang:"))},
+        "by_split": {k.split(":")[1]: scores(k) for k in sorted(
+            (k for k in tally if k.startswith(("split:", "split-lang:"))),
+            key=lambda k: k.split(":")[1])},
         "rejected": len(refused),
         "seconds": round(time.perf_counter() - started, 3),
         "false_positives": false_pos, "misses": misses, "refusals": refused,

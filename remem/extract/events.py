@@ -60,8 +60,8 @@ def similar(failed: str, other: str) -> bool:
         return False
     if len(a) > 1 and a[1:] == b[1:]:
         return True  # another program, the same arguments
-    if a[0] == b[0] and (set(a[1:]) <= set(b[1:]) or set(b[1:]) <= set(a[1:])):
-        return True  # the same program, arguments added or removed
+    if a[0] == b[0]:  # the same program: only with arguments added or removed
+        return set(a[1:]) <= set(b[1:]) or set(b[1:]) <= set(a[1:])
     ta, tb = _tokens(failed), _tokens(other)
     if not ta or not tb:
         return False
