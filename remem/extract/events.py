@@ -44,6 +44,20 @@ _ERROR_NOISE = frozenset("error errors exception traceback file line not found n
                          "with from most recent call last".split())
 
 
+def _program(command: str) -> str:
+    """The program a command runs, past ``sudo``, ``env`` and ``VAR=value`` prefixes."""
+    words = command.split()
+    while len(words) > 1 and (words[0] in ("sudo", "env", "time", "nohup") or "=" in words[0]):
+        words = words[1:]
+    return words[0] if words else command
+
+
+def _cmd(ep: EpisodeIn) -> str:
+    """The command of a tool-call episode."""
+    event = ep.event
+    return event.command.strip() if isinstance(event, ToolCall) and event.command else ""
+
+
 def _tokens(command: str) -> list[str]:
     return [t.lower() for t in re.findall(r"[A-Za-z0-9_]{2,}", command)]
 
@@ -90,7 +104,8 @@ def _candidate(kind: str, text: str, eps: Sequence[EpisodeIn], *, subject: str,
                entities: list[str], rule: str, confidence: float) -> Candidate:
     when = as_utc(eps[-1].event_time)
     return Candidate(kind=kind, text=text, subject=subject,  # type: ignore[arg-type]
-                     entities=entities, tags=["agent-event"], event_time=when, observed_at=when,
+                     entities=list(dict.fromkeys(entities)), tags=["agent-event"],
+                     event_time=when, observed_at=when,
                      confidence=confidence, source_ids=list(dict.fromkeys(e.id for e in eps)),
                      rule=rule)
 
@@ -109,12 +124,11 @@ def _command_fix(seq: Sequence[EpisodeIn], i: int, window: int) -> Candidate | N
             break
         if isinstance(ev, ToolCall) and ev.command and ev.command.strip() == cmd:
             if ev.exit_code == 0 and prior:
-                steps = ", ".join(f"`{p.event.command}`" for p in prior)  # type: ignore[union-attr]
+                steps = ", ".join(f"`{_cmd(p)}`" for p in prior)
                 return _candidate(
                     "pitfall", f"`{cmd}` fails here ({_reason(failed)}); run {steps} first, "
                     f"then `{cmd}`", [seq[i], *prior, ep], subject=subject,
-                    entities=[cmd.split()[0], *(p.event.command.split()[0]  # type: ignore[union-attr]
-                                               for p in prior)],
+                    entities=[_program(cmd), *(_program(_cmd(p)) for p in prior)],
                     rule="events.pitfall.prerequisite", confidence=0.7)
             break
         if isinstance(ev, ToolCall) and ev.exit_code == 0 and ev.command:
@@ -139,11 +153,11 @@ def _command_fix(seq: Sequence[EpisodeIn], i: int, window: int) -> Candidate | N
                 return _candidate("pitfall", text, [seq[i], ep], subject=subject,
                                   entities=[was, now], rule="events.pitfall.not_found",
                                   confidence=0.85)
-        after = (" (after " + ", ".join(f"`{b.event.command}`" for b in between)  # type: ignore[union-attr]
+        after = (" (after " + ", ".join(f"`{_cmd(b)}`" for b in between)
                  + ")") if between else ""
         text = f"`{cmd}` fails here ({_reason(failed)}); use `{fixed}` instead{after}"
         return _candidate("pitfall", text, [seq[i], *between, ep], subject=subject,
-                          entities=[cmd.split()[0], fixed.split()[0]],
+                          entities=[_program(cmd), _program(fixed)],
                           rule="events.pitfall.variant", confidence=0.75)
     return None
 
@@ -165,14 +179,14 @@ def _error_fix(seq: Sequence[EpisodeIn], i: int, window: int) -> Candidate | Non
                 before.append(ep)
             continue
         if before:
-            fixes = ", ".join(f"`{b.event.command.strip()}`" for b in before)  # type: ignore[union-attr]
+            fixes = ", ".join(f"`{_cmd(b)}`" for b in before)
             text = f"{error.message.strip()}: fixed by running {fixes} before `{cmd}`"
         else:
             text = f"{error.message.strip()}: fixed by running `{cmd}`"
         return _candidate("pitfall", text, [seq[i], *before, ep],
-                              subject=seq[i].project or "environment",
-                              entities=[ev.command.split()[0]], rule="events.pitfall.error_fix",
-                              confidence=0.6)
+                          subject=seq[i].project or "environment",
+                          entities=[*(_program(_cmd(b)) for b in before), _program(cmd)],
+                          rule="events.pitfall.error_fix", confidence=0.6)
     return None
 
 
@@ -189,7 +203,7 @@ def _task(eps: list[EpisodeIn], task: str | None, end: EpisodeIn | None) -> list
             edits.append(ep)
         elif isinstance(ev, ToolCall) and ev.exit_code == 0 and ev.command \
                 and not _READ_ONLY.match(ev.command.strip()) \
-                and ev.command.strip() not in [s.event.command for s in steps]:  # type: ignore[union-attr]
+                and ev.command.strip() not in [_cmd(s) for s in steps]:
             steps.append(ep)
     zh = has_cjk(task or "")
     marks = [e for e in (eps[0], end) if e is not None and isinstance(e.event, (TaskStart, TaskEnd))]
@@ -202,7 +216,7 @@ def _task(eps: list[EpisodeIn], task: str | None, end: EpisodeIn | None) -> list
                               else "events.files.session", confidence=0.75 if task else 0.5))
     outcome = end.event.outcome if end is not None and isinstance(end.event, TaskEnd) else None
     if task and outcome and steps and not _FAILED.search(outcome):
-        cmds = [f"`{s.event.command.strip()}`" for s in steps[:6]]  # type: ignore[union-attr]
+        cmds = [f"`{_cmd(s)}`" for s in steps[:6]]
         if zh:
             how = "运行 " + cmds[0] if len(cmds) == 1 else "先运行 " + "，然后 ".join(cmds)
             text = f"{task}：{how}。结果：{outcome}"
@@ -210,7 +224,7 @@ def _task(eps: list[EpisodeIn], task: str | None, end: EpisodeIn | None) -> list
             goal = task[0].lower() + task[1:]
             text = f"To {goal}: run {', then '.join(cmds)}. Outcome: {outcome}"
         out.append(_candidate("procedure", text, [*marks[:1], *steps, *marks[1:]],
-                              subject=subject, entities=[c.strip("`").split()[0] for c in cmds],
+                              subject=subject, entities=[_program(c.strip("`")) for c in cmds],
                               rule="events.procedure.task", confidence=0.7))
     return out
 

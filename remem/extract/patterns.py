@@ -82,8 +82,12 @@ EN_RULES: tuple[Rule, ...] = (
         scope="sentence", who="any", about="project", confidence=0.7),
     _en("en.pitfall.marker", "pitfall",
         r"^(?:watch out|be careful|careful|heads[ -]up|note that|note|beware|gotcha|warning|"
-        r"caution|fyi)\s*[:,!-]?\s+(?:that\s+)?(?P<body>.{6,})$", "{body}",
+        r"caution|fyi)\s*[:,!-]?\s+(?:that\s+)?(?P<body>(?!with\b|about\b|around\b|when\b)"
+        r".{6,})$", "{body}",
         scope="sentence", who="any", about="project"),
+    _en("en.pitfall.careful_with", "pitfall",
+        r"^(?:be )?careful (?:with|about|around|when)\b.{6,}$", scope="sentence", who="any",
+        about="project"),
     _en("en.pitfall.needs", "pitfall",
         r"^(?P<body>.+?\b(?:need|needs|require|requires) (?:a running|an? [\w-]+ running|"
         r".+? to be (?:running|installed|set|exported|started))\b.+)$", "{body}",
