@@ -26,12 +26,12 @@ from .dates import DateRef, find_date
 from .rules import RulesExtractor
 
 __all__ = [
-    "KINDS",
     "Candidate",
     "DateRef",
     "EpisodeIn",
     "Extraction",
     "Extractor",
+    "KINDS",
     "Rejected",
     "RulesExtractor",
     "extract_checked",
