@@ -23,7 +23,7 @@ from .errors import (
     ValidationError,
 )
 from .memory import AsyncMemory, Memory
-from .model import AddResult, Hit, HistoryEntry, MemoryItem, Page, Source, Stats
+from .model import AddResult, HistoryEntry, Hit, MemoryItem, Page, Source, Stats
 
 __version__ = "0.1.0"
 

@@ -27,6 +27,9 @@ class RetrievalConfig(BaseModel):
     weight_vector: float = Field(0.7, ge=0)
     weight_neighbor: float = Field(0.3, ge=0)
     weight_time: float = Field(0.5, ge=0)
+    weight_speaker: float = Field(
+        0.5, ge=0, description="turns said by someone the query names (\"what does Melanie ...\")"
+    )
     neighbor_seeds: int = Field(10, ge=0, description="strong hits whose adjacent turns are added")
     neighbor_window: int = Field(2, ge=0, description="turns before/after a seed to add")
     diversity: float = Field(0.0, ge=0, le=1, description="MMR trade-off; 0 disables it")

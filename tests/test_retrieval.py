@@ -386,3 +386,22 @@ def test_analyse_drops_stopwords_and_finds_names() -> None:
     assert "Caroline" in plan.entities
     assert plan.span is not None
     assert analyse("以后都用中文回答", NOW).terms[:2] == ("以后", "后都")
+
+
+def test_turns_said_by_the_person_a_question_names_rank_with_the_speaker_channel(
+        mem: Memory) -> None:
+    mem.add([{"speaker": "Caroline", "text": "Melanie, I started painting sunsets last month."},
+             {"speaker": "Melanie", "text": "I love pottery, it calms me down."},
+             {"speaker": "Caroline", "text": "Pottery sounds lovely."},
+             {"speaker": "Melanie", "text": "We also go camping with the kids."}],
+            user_id="alice", session_id="s1")
+    mem.flush()
+    hits = mem.search("What hobbies does Melanie's family enjoy?", user_id="alice", k=4)
+    by_speaker = {h.memory.role: [] for h in hits}
+    for h in hits:
+        by_speaker[h.memory.role].append("speaker" in h.channels)
+    assert all(by_speaker["Melanie"]) and not any(by_speaker["Caroline"])
+    assert "said by someone the query names" in hits[0].reasons
+    assert hits[0].memory.role == "Melanie"
+    # without a name in the query there is no speaker channel
+    assert not any("speaker" in h.channels for h in mem.search("hobbies", user_id="alice"))

@@ -39,6 +39,12 @@ class QueryPlan:
     entities: tuple[str, ...]
     span: tuple[float, float] | None
 
+    @property
+    def names(self) -> frozenset[str]:
+        """The lower-cased words of the entities, possessives dropped ("Melanie's" -> melanie)."""
+        return frozenset(w.lower() for e in self.entities
+                         for w in re.sub(r"['’]s\b", "", e).split())
+
 
 def _day(d: datetime) -> datetime:
     return d.replace(hour=0, minute=0, second=0, microsecond=0)

@@ -65,8 +65,15 @@ class Retriever:
             reasons["time"] = ("inside the time span the query names "
                               f"({datetime.fromtimestamp(start, timezone.utc).date()})")
         weights = {"fulltext": cfg.weight_fulltext, "vector": cfg.weight_vector,
-                   "time": cfg.weight_time, "neighbor": cfg.weight_neighbor}
+                   "time": cfg.weight_time, "neighbor": cfg.weight_neighbor,
+                   "speaker": cfg.weight_speaker}
         scores, ranks = rrf(rankings, weights, cfg.rrf_k)
+        if plan.names and cfg.weight_speaker > 0 and scores:
+            roles = self.store.roles(list(scores))
+            rankings["speaker"] = [r for r in sorted(scores, key=scores.__getitem__, reverse=True)
+                                   if (roles.get(r) or "").lower() in plan.names]
+            reasons["speaker"] = "said by someone the query names"
+            scores, ranks = rrf(rankings, weights, cfg.rrf_k)
         if cfg.neighbor_seeds and cfg.weight_neighbor > 0 and scores:
             seeds = sorted(scores, key=scores.__getitem__, reverse=True)[: cfg.neighbor_seeds]
             pairs = self.store.neighbors(seeds, cfg.neighbor_window, scope, filters)
@@ -97,7 +104,7 @@ class Retriever:
         return [
             Hit.model_construct(
                 memory=items[r], score=scores[r], channels=ranks[r],
-                reasons=[reasons.get(c, c) for c in ranks[r]], sources=sources[r],
+                reasons=[reasons[c] for c in ranks[r]], sources=sources[r],
                 tokens=estimate_tokens(items[r].text),
             )
             for r in hits

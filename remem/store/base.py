@@ -103,6 +103,9 @@ class Store(Protocol):
     def vector(self, query: np.ndarray, scope: Scope, filters: Filters,
                limit: int) -> list[tuple[int, float]]: ...
 
+    def roles(self, rowids: Sequence[int]) -> dict[int, str | None]:
+        """Who said each memory (the role or speaker of an episode; None if derived)."""
+
     def neighbors(self, rowids: Sequence[int], window: int, scope: Scope,
                   filters: Filters) -> list[tuple[int, int]]:
         """Episodes next to the given ones in their session: ``(neighbor, seed)`` pairs."""

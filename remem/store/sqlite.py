@@ -639,6 +639,12 @@ class SQLiteStore:
             self.conn, query, scope, limit, lambda ids: self.accept(ids, scope, filters)
         )
 
+    def roles(self, rowids: Sequence[int]) -> dict[int, str | None]:
+        """Who said each memory (the role or speaker of an episode; None if derived)."""
+        marks = ",".join("?" * len(rowids))
+        return dict(self.conn.execute(
+            f"SELECT rowid, role FROM memories WHERE rowid IN ({marks})", list(rowids)).fetchall())
+
     def neighbors(self, rowids: Sequence[int], window: int, scope: Scope,
                   filters: Filters) -> list[tuple[int, int]]:
         """Episodes just before and after the given episodes in the same session."""
