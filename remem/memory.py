@@ -255,8 +255,9 @@ class Memory:
 
         Each hit has its ``score``, the ``channels`` that found it (with its rank in
         each), ``reasons`` and the ``sources`` it came from. ``budget_tokens`` packs
-        hits until the budget is spent; ``as_of`` shows what was known and valid then
-        and resolves "last week" against it.
+        hits until the budget is spent; ``as_of`` shows what was valid at that time (by
+        each memory's event time and validity, whenever it was added: a replayed history
+        is searched as it stood) and resolves "last week" against it.
         """
         self._check_open()
         query = clean_text(query, "query", self.config.max_text_chars)
