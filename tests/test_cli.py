@@ -199,11 +199,14 @@ def test_import_from_stdin_with_scope_per_line(db: str) -> None:
     out = ok("import", "-", "--user", "alice", "--db", db, input=stdin)
     assert out.stdout == "imported 3 episodes from stdin\n"
 
-    alice = episodes(db, "--user", "alice")
-    assert [(i["kind"], i["role"]) for i in alice] == [("event", "tool"), ("episode", "Caroline")]
-    assert alice[1]["session_id"] == "s1" and alice[1]["metadata"] == {"lang": "en"}
+    alice = episodes(db, "--user", "alice")  # --user wins over the line's user_id
+    assert [(i["kind"], i["role"]) for i in alice] == [
+        ("event", "tool"), ("episode", "user"), ("episode", "Caroline")]
+    assert alice[2]["session_id"] == "s1" and alice[2]["metadata"] == {"lang": "en"}
+    assert episodes(db, "--user", "bob") == []
+    ok("import", "-", "--db", db, input=stdin)  # with no --user, each line's own scope
     assert [i["text"] for i in episodes(db, "--user", "bob")] == ["Bob likes tea"]
-    assert as_json("stats", "--db", db)["vectors"] == 3  # --wait is the default
+    assert as_json("stats", "--db", db)["vectors"] == 6  # --wait is the default
 
 
 def test_export_then_import_round_trip(db: str, tmp_path: Path) -> None:
@@ -335,3 +338,14 @@ def test_python_dash_m_remem(monkeypatch: pytest.MonkeyPatch,
         runpy.run_module("remem", run_name="__main__")
     assert exit_info.value.code == 0
     assert "Usage: remem" in capsys.readouterr().out
+
+
+def test_import_options_win_over_the_scope_in_the_lines(db: str, tmp_path: Path) -> None:
+    ok("add", "we deploy with make ship", "--db", db, "--user", "alice", "--session", "s1")
+    exported = tmp_path / "alice.jsonl"
+    exported.write_text(ok("export", "--db", db, "--user", "alice").stdout)
+    ok("import", str(exported), "--db", db, "--user", "bob")
+    bob = as_json("list", "--db", db, "--user", "bob", "--episodes")["items"]
+    assert [m["text"] for m in bob] == ["we deploy with make ship"]
+    assert bob[0]["session_id"] == "s1"  # what the option leaves out comes from the line
+    assert len(as_json("list", "--db", db, "--user", "alice", "--episodes")["items"]) == 1

@@ -143,14 +143,15 @@ def _load(number: int, text: str) -> dict[str, Any]:
 
 
 def _take_scope(obj: dict[str, Any], defaults: ScopeArgs) -> Scope:
-    """The line's scope (its keys over ``defaults``), removed from ``obj``; an event keeps
-    its own ``session_id``, a field of events."""
+    """The line's scope, removed from ``obj``: the scope options given on the command line
+    win, the line's keys fill in the rest; an event keeps its own ``session_id``, a field
+    of events."""
     keep = {"session_id"} if "type" in obj else set()
     given = {key: obj[key] if key in keep else obj.pop(key)
              for key in SCOPE_KEYS if obj.get(key) is not None}
     for key in set(SCOPE_KEYS) - keep:
         obj.pop(key, None)
-    return parse_scope(**{**defaults, **given})
+    return parse_scope(**{**given, **defaults})
 
 
 def parse_line(number: int, text: str, defaults: ScopeArgs, max_chars: int) -> Entry | None:
@@ -265,8 +266,9 @@ def import_(
 ) -> None:
     """Add the messages of a JSON Lines file; a bad line stops it before anything is added.
 
-    Scope keys on a line (user_id, session_id, project, agent_id, org_id) override the
-    options. Derived memories in an export are skipped: import adds episodes only.
+    Scope keys on a line (user_id, session_id, project, agent_id, org_id) are used where
+    no scope option is given; a given option wins (an export of alice imported with
+    --user bob goes to bob). Derived memories in an export are skipped: import adds episodes only.
 
     Example: remem import chat.jsonl --user alice
     """
