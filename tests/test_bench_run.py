@@ -183,6 +183,17 @@ def test_cli_locomo_ablation_settings(locomo_file: Path) -> None:
     assert bad.exit_code == 1 and "weight_vector" in bad.output
 
 
+def test_cli_locomo_reuses_a_kept_store(locomo_file: Path, tmp_path: Path) -> None:
+    runner = CliRunner()
+    base = ["bench", "locomo", "--data", str(locomo_file), "--no-progress", "--json",
+            "--store", str(tmp_path / "kept")]
+    first = json.loads(runner.invoke(app, base).stdout)
+    again = json.loads(runner.invoke(app, base).stdout)
+    assert not first["reused_store"] and again["reused_store"]
+    assert again["recall@10"] == first["recall@10"] and again["ingest_turns_per_s"] is None
+    assert (tmp_path / "kept" / "remem.db").exists()
+
+
 def test_cli_embedder_benchmark_reports_both_languages() -> None:
     res = CliRunner().invoke(app, ["bench", "embedder", "--embedder", "hash", "--json"])
     assert res.exit_code == 0, res.output

@@ -166,23 +166,29 @@ def _iterate(items: list[Conversation], progress: bool) -> Iterator[Conversation
 
 def run(data: str | Path, system: str = "remem", limit: int | None = None, progress: bool = True,
         make: Callable[..., System] = make_system,
-        retrieval: dict[str, Any] | None = None) -> dict[str, Any]:
+        retrieval: dict[str, Any] | None = None, store: str | Path | None = None) -> dict[str, Any]:
     """Ingest each conversation, ask every question, and return recall and speed figures.
 
     ``retrieval`` overrides remem's retrieval settings (``RetrievalConfig`` fields).
+    ``store`` (remem only) keeps the ingested store in that folder; when the folder
+    already holds one, ingestion is skipped and only the questions are asked, so that
+    retrieval settings can be compared on the same store in a minute.
     """
     conversations = load(data)[:limit]
     rows: list[tuple[int, dict[int, float]]] = []
     search_ms: list[float] = []
     turns = 0
     add_s = ingest_s = 0.0
+    if store is not None and system != "remem":
+        raise ValueError("--store keeps a remem store; it does not apply to the baselines")
+    reuse = store is not None and (Path(store) / "remem.db").exists()
     with tempfile.TemporaryDirectory(prefix="remem-bench-") as tmp:
         config = Config(retrieval=RetrievalConfig(**retrieval)) if retrieval else None
-        sys_ = make(system, Path(tmp), config=config)
+        sys_ = make(system, Path(store or tmp), config=config)
         try:
             for conv in _iterate(conversations, progress):
                 start = time.perf_counter()
-                for session in conv.sessions:
+                for session in [] if reuse else conv.sessions:
                     turns_in = [(t.speaker, t.text, {"turn_id": t.dia_id}) for t in session.turns]
                     sys_.add_session(conv.sample_id, f"session_{session.number}", session.when,
                                      turns_in)
@@ -201,11 +207,12 @@ def run(data: str | Path, system: str = "remem", limit: int | None = None, progr
     result.update({
         "system": system,
         "conversations": len(conversations),
+        "reused_store": reuse,
         "turns": turns,
         "search_ms": {"p50": round(percentile(search_ms, 50), 2),
                       "p95": round(percentile(search_ms, 95), 2)},
-        "ingest_turns_per_s": round(turns / add_s, 1) if add_s else None,
-        "ingest_embedded_turns_per_s": round(turns / ingest_s, 1) if ingest_s else None,
+        "ingest_turns_per_s": round(turns / add_s, 1) if turns else None,
+        "ingest_embedded_turns_per_s": round(turns / ingest_s, 1) if turns else None,
         "skipped_questions": sum(c.skipped_questions for c in conversations),
         "skipped_evidence_ids": sum(c.skipped_evidence for c in conversations),
         "repaired_evidence_ids": sum(c.repaired_evidence for c in conversations),

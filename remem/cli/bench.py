@@ -69,6 +69,9 @@ def locomo(
     settings: Annotated[list[str] | None, typer.Option(
         "--set", help="A retrieval setting for remem, KEY=VALUE (e.g. neighbor_window=1); "
         "repeatable. For ablations.")] = None,
+    store: Annotated[Path | None, typer.Option(
+        help="Keep remem's ingested store in this folder; if it holds one already, only "
+        "ask the questions (fast ablations with --set).")] = None,
     progress: ProgressOpt = True,
     as_json: JsonOpt = False,
 ) -> None:
@@ -84,8 +87,10 @@ def locomo(
             if not sep:
                 raise typer.BadParameter(f"{pair!r}: write KEY=VALUE", param_hint="--set")
             overrides[key.strip()] = value.strip()
+        if store is not None and system.value != "remem":
+            fail("--store applies to --system remem only")
         result = run(str(data), system=system.value, limit=limit, progress=progress,
-                     retrieval=overrides or None)
+                     retrieval=overrides or None, store=store)
         if overrides:
             result["retrieval_settings"] = overrides
     report(f"LoCoMo ({system.value})", result, as_json)
