@@ -5,8 +5,13 @@
 
 from __future__ import annotations
 
-from . import bench, commands, demo, transfer  # noqa: F401  (they register the commands)
-from . import bench_extract  # noqa: F401
+from . import (  # noqa: F401  (they register the commands)
+    bench,
+    bench_extract,  # noqa: F401
+    commands,
+    demo,
+    transfer,
+)
 from .app import app
 
 __all__ = ["app", "main"]
