@@ -19,27 +19,22 @@ __all__ = ["Retriever"]
 class Retriever:
     """Finds the memories that answer a query, each with how it was found.
 
-    Channels: ``fulltext`` (BM25 over passages), ``vector`` (cosine over passages),
-    ``time`` (inside a time span the query names), ``neighbor`` (the turns just before
-    and after the strongest hits). No LLM anywhere on this path.
+    Channels: ``fulltext`` (BM25 over passages and, weighted less, the turns around
+    them), ``vector`` (cosine over passages), ``time`` (inside a time span the query
+    names), ``speaker`` (said by someone the query names), ``neighbor`` (the turns just
+    before and after the strongest hits). No LLM anywhere on this path.
     """
 
     def __init__(self, store: Store, embedder: Embedder, config: RetrievalConfig) -> None:
         self.store = store
         self.embedder = embedder
         self.config = config
-        self._executor: ThreadPoolExecutor | None = None
-
-    def _pool(self) -> ThreadPoolExecutor:
-        if self._executor is None:
-            self._executor = ThreadPoolExecutor(max_workers=1, thread_name_prefix="remem-query")
-        return self._executor
+        # its thread starts with the first search
+        self._executor = ThreadPoolExecutor(max_workers=1, thread_name_prefix="remem-query")
 
     def close(self) -> None:
-        """Stop the query-embedding thread, if one was started."""
-        if self._executor is not None:
-            self._executor.shutdown(wait=True)
-            self._executor = None
+        """Stop the query-embedding thread."""
+        self._executor.shutdown(wait=True)
 
     def __call__(self, query: str, *, scope: Scope, filters: Filters, k: int,
                  budget_tokens: int | None, now: datetime) -> list[Hit]:
@@ -49,7 +44,7 @@ class Retriever:
         reasons: dict[str, str] = {}
         # the model embeds the query while SQLite runs the full-text search (both let go
         # of the GIL), so a search costs the slower of the two, not their sum
-        embedding = self._pool().submit(self.embedder.embed_queries, [query]) \
+        embedding = self._executor.submit(self.embedder.embed_queries, [query]) \
             if cfg.weight_vector > 0 else None
         rankings["fulltext"] = [r for r, _ in self.store.fulltext(
             plan.terms, scope, filters, cfg.candidates, cfg.weight_context)]
