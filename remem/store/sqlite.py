@@ -23,7 +23,13 @@ from typing import Any
 
 import numpy as np
 
-from ..errors import NotFoundError, SchemaVersionError, StoreError, ValidationError
+from ..errors import (
+    EmbedderMismatchError,
+    NotFoundError,
+    SchemaVersionError,
+    StoreError,
+    ValidationError,
+)
 from ..model import HistoryEntry, MemoryItem, Page, Scope, Source
 from ..text import estimate_tokens, segment
 from .base import Filters, Job, NewMemory
@@ -255,14 +261,13 @@ class SQLiteStore:
                 log.info("migrated %s to schema %d", self.path, number)
 
     def _check_embedder(self, embedder: str, dim: int) -> None:
-        from ..errors import EmbedderMismatchError
-
-        stored = self.meta("embedder")
-        if stored is None:
-            with self.write() as conn:
-                conn.execute("INSERT OR REPLACE INTO meta VALUES ('embedder', ?)", (embedder,))
-                conn.execute("INSERT OR REPLACE INTO meta VALUES ('dim', ?)", (str(dim),))
-        elif stored != embedder or self.meta("dim") != str(dim):
+        """Record the embedder in a new store; refuse a store made with another one."""
+        if self.meta("embedder") is None:
+            with self.write() as conn:  # two processes creating one store: the first wins
+                conn.execute("INSERT OR IGNORE INTO meta VALUES ('embedder', ?)", (embedder,))
+                conn.execute("INSERT OR IGNORE INTO meta VALUES ('dim', ?)", (str(dim),))
+        stored = self.meta("embedder") or ""
+        if stored != embedder or self.meta("dim") != str(dim):
             raise EmbedderMismatchError(stored, embedder)
 
     def _reset_vectors(self, embedder: str, dim: int) -> None:
