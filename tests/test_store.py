@@ -167,3 +167,20 @@ def test_an_empty_existing_file_becomes_a_store(open_memory: Callable[..., Memor
     m = open_memory()
     m.add("hello", user_id="alice")
     assert m.stats().episodes == 1
+
+
+def test_a_thread_that_ends_leaves_no_open_connection(hash_mem: Memory) -> None:
+    import gc
+    import threading
+
+    hash_mem.add("we deploy with make ship", user_id="alice")
+    hash_mem.flush()
+    before = len(hash_mem.store._handles)
+    threads = [threading.Thread(target=hash_mem.search, args=("deploy",),
+                                kwargs={"user_id": "alice"}) for _ in range(20)]
+    for t in threads:
+        t.start()
+        t.join()
+    gc.collect()
+    assert len(hash_mem.store._handles) <= before  # each thread's connection was closed
+    assert hash_mem.search("deploy", user_id="alice")  # and the store still works

@@ -15,6 +15,7 @@ import random
 import sqlite3
 import threading
 import time
+import weakref
 from collections.abc import Iterable, Iterator, Sequence
 from contextlib import contextmanager
 from datetime import datetime, timezone
@@ -62,6 +63,24 @@ def _row_to_item(row: sqlite3.Row | tuple[Any, ...], sources: list[str]) -> Memo
         updated_at=_dt(row[19]), valid_from=_dt(row[20]), valid_to=_dt(row[21]),
         sources=sources,
     )
+
+
+class _Handle:
+    """One thread's connection; it is closed when the thread ends and drops its handle,
+    so a server that runs each request in a new thread does not pile up open files."""
+
+    __slots__ = ("conn", "__weakref__")
+
+    def __init__(self, conn: sqlite3.Connection) -> None:
+        self.conn = conn
+
+    def close(self) -> None:
+        try:
+            self.conn.close()
+        except sqlite3.Error:  # pragma: no cover - closing is best effort
+            pass
+
+    __del__ = close
 
 
 def scope_sql(scope: Scope, alias: str = "m", *, by_rowid: bool = False) -> tuple[str, list[Any]]:
@@ -136,8 +155,7 @@ class SQLiteStore:
             if self._uri else self.path
         self.busy_timeout_s = busy_timeout_s
         self._local = threading.local()
-        self._conns: list[sqlite3.Connection] = []
-        self._conns_lock = threading.Lock()
+        self._handles: weakref.WeakSet[_Handle] = weakref.WeakSet()
         self._closed = False
         if self.path != ":memory:":
             try:
@@ -152,6 +170,8 @@ class SQLiteStore:
         except BaseException:
             self.close()  # a refused file must not stay open (and locked, on Windows)
             raise
+        # an in-memory database lives while one connection to it is open
+        self._anchor = self._local.handle if self._uri else None
         self.vectors = VectorIndex(dim)
 
     # --- connections and transactions -------------------------------------------------
@@ -168,19 +188,18 @@ class SQLiteStore:
                 f"{self.path} is not a remem store (SQLite says: {exc}); "
                 "give another path or move that file away"
             ) from exc
-        with self._conns_lock:
-            self._conns.append(conn)
         return conn
 
     @property
     def conn(self) -> sqlite3.Connection:
-        """This thread's connection."""
+        """This thread's connection (closed when the thread ends)."""
         if self._closed:
             raise StoreError("the store is closed")
-        conn = getattr(self._local, "conn", None)
-        if conn is None:
-            conn = self._local.conn = self._connect()
-        return conn
+        handle = getattr(self._local, "handle", None)
+        if handle is None:
+            handle = self._local.handle = _Handle(self._connect())
+            self._handles.add(handle)
+        return handle.conn
 
     @contextmanager
     def write(self) -> Iterator[sqlite3.Connection]:
@@ -215,13 +234,9 @@ class SQLiteStore:
     def close(self) -> None:
         """Close every connection; idempotent."""
         self._closed = True
-        with self._conns_lock:
-            for conn in self._conns:
-                try:
-                    conn.close()
-                except sqlite3.Error:  # pragma: no cover - closing is best effort
-                    pass
-            self._conns.clear()
+        for handle in list(self._handles):
+            handle.close()
+        self._anchor = None
 
     # --- schema -----------------------------------------------------------------------
 
