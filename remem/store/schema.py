@@ -119,6 +119,64 @@ MIGRATIONS: list[str] = [
     );
     CREATE INDEX jobs_ready ON jobs (state, kind, priority, run_after);
     """,
+    # 2: the memory agent (mind map, entities, strength), working memory, API keys
+    """
+    ALTER TABLE memories ADD COLUMN topic_rowid INTEGER;
+    ALTER TABLE memories ADD COLUMN use_count INTEGER NOT NULL DEFAULT 0;
+    ALTER TABLE memories ADD COLUMN used_at REAL;
+    CREATE INDEX memories_topic ON memories (topic_rowid);
+    CREATE INDEX memories_kind ON memories (org_id, kind, status);
+
+    -- the mind map: a tree of topics per (org, user, agent, project); memories point to
+    -- their topic; keywords holds word -> count for the memories under the topic
+    CREATE TABLE topics (
+        rowid INTEGER PRIMARY KEY,
+        parent INTEGER REFERENCES topics (rowid) ON DELETE CASCADE,
+        org_id TEXT NOT NULL,
+        user_id TEXT,
+        agent_id TEXT,
+        project TEXT,
+        label TEXT NOT NULL,
+        keywords TEXT NOT NULL DEFAULT '{}',
+        size INTEGER NOT NULL DEFAULT 0,
+        created_at REAL NOT NULL,
+        updated_at REAL NOT NULL
+    );
+    CREATE INDEX topics_scope ON topics (org_id, user_id, project, parent);
+
+    -- who or what a memory mentions (people, tools, files): the "mentions" edges
+    CREATE TABLE entities (
+        name TEXT NOT NULL,
+        memory_rowid INTEGER NOT NULL REFERENCES memories (rowid) ON DELETE CASCADE,
+        PRIMARY KEY (name, memory_rowid)
+    ) WITHOUT ROWID;
+    CREATE INDEX entities_memory ON entities (memory_rowid);
+
+    -- each session's working memory: what it is likely to need next, hottest first
+    CREATE TABLE working_memory (
+        org_id TEXT NOT NULL,
+        user_id TEXT,
+        session_id TEXT NOT NULL,
+        memory_rowid INTEGER NOT NULL REFERENCES memories (rowid) ON DELETE CASCADE,
+        heat REAL NOT NULL,
+        reason TEXT,
+        added_at REAL NOT NULL,
+        PRIMARY KEY (org_id, session_id, memory_rowid)
+    ) WITHOUT ROWID;
+
+    -- API keys of the REST service: only a hash is kept
+    CREATE TABLE api_keys (
+        id TEXT PRIMARY KEY,
+        hash TEXT NOT NULL UNIQUE,
+        org_id TEXT NOT NULL,
+        user_id TEXT,
+        scopes TEXT NOT NULL,
+        name TEXT,
+        created_at REAL NOT NULL,
+        revoked_at REAL,
+        last_used_at REAL
+    );
+    """,
 ]
 
 SCHEMA_VERSION = len(MIGRATIONS)
