@@ -8,7 +8,9 @@
     │   ├── SchemaVersionError              written by a newer remem, or not a remem store
     │   └── EmbedderMismatchError           the store was built with another embedder
     ├── EmbeddingError                      the embedder failed
-    └── ClosedError (also RuntimeError)     the Memory was used after close()
+    ├── ClosedError (also RuntimeError)     the Memory was used after close()
+    ├── LLMError                            the chat model endpoint failed or answered nonsense
+    └── ExtractionError                     a model's extraction output stayed invalid
 """
 
 from __future__ import annotations
@@ -18,6 +20,8 @@ __all__ = [
     "ConfigError",
     "EmbedderMismatchError",
     "EmbeddingError",
+    "ExtractionError",
+    "LLMError",
     "NotFoundError",
     "RememError",
     "SchemaVersionError",
@@ -88,3 +92,38 @@ class ClosedError(RememError, RuntimeError):
 
     def __init__(self) -> None:
         super().__init__("this Memory is closed; open a new one with Memory(path)")
+
+
+class LLMError(RememError):
+    """The chat model endpoint timed out, was unreachable, refused the call or answered
+    something that is not a chat completion.
+
+    ``status`` is the HTTP status when the endpoint answered with one, else None.
+    """
+
+    def __init__(self, message: str, *, status: int | None = None) -> None:
+        self.status = status
+        super().__init__(message)
+
+    def __reduce__(self) -> tuple[object, ...]:
+        return (_rebuild_llm_error, (str(self), self.status))
+
+
+class ExtractionError(RememError):
+    """A model's extraction output was still invalid after every allowed attempt.
+
+    ``step`` names the step that failed (``"classify"``, ``"extract pitfall"``,
+    ``"verify"``); the message says what was wrong with the last answer.
+    """
+
+    def __init__(self, step: str, message: str) -> None:
+        self.step = step
+        self.problem = message
+        super().__init__(f"{step}: {message}")
+
+    def __reduce__(self) -> tuple[object, ...]:
+        return (type(self), (self.step, self.problem))
+
+
+def _rebuild_llm_error(message: str, status: int | None) -> LLMError:
+    return LLMError(message, status=status)
