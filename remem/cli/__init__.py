@@ -10,6 +10,7 @@ from . import (  # noqa: F401  (they register the commands)
     bench_extract,  # noqa: F401
     commands,
     demo,
+    serve,
     transfer,
 )
 from .app import app

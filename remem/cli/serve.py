@@ -1,0 +1,153 @@
+"""``remem serve`` (the REST service and chat proxy) and ``remem keys`` (its API keys)."""
+
+from __future__ import annotations
+
+import importlib.util
+from typing import Annotated
+
+import typer
+from rich import box
+from rich.table import Table
+from rich.text import Text
+
+from .app import CONTEXT, DbOpt, JsonOpt, app, boundary, fail, open_memory
+from .output import err_console, out_console, print_json, when
+
+keys_app = typer.Typer(
+    help="API keys of the REST service (remem serve): create, list, revoke.",
+    context_settings=CONTEXT,
+    no_args_is_help=True,
+)
+app.add_typer(keys_app, name="keys")
+
+_SERVER_PACKAGES = ("fastapi", "uvicorn", "httpx")
+
+
+def _need_server_extra() -> None:
+    missing = [name for name in _SERVER_PACKAGES if importlib.util.find_spec(name) is None]
+    if missing:
+        fail(f"the REST service needs {', '.join(missing)}: pip install \"remem[server]\"")
+
+
+def _url(host: str, port: int) -> str:
+    return f"http://[{host}]:{port}" if ":" in host else f"http://{host}:{port}"
+
+
+@app.command()
+def serve(
+    host: Annotated[str | None, typer.Option(
+        help="Address to listen on (default 127.0.0.1). Any other than a loopback address "
+        "needs an API key first (remem keys create).")] = None,
+    port: Annotated[int | None, typer.Option(help="Port to listen on (default 8420).")] = None,
+    upstream: Annotated[str | None, typer.Option(
+        metavar="URL", help="OpenAI-compatible endpoint the chat proxy forwards to, e.g. "
+        "http://localhost:11434/v1 (its key: REMEM_SERVER_UPSTREAM_API_KEY).")] = None,
+    db: DbOpt = None,
+) -> None:
+    """Serve the memory over HTTP: the REST API under /v1 (docs at /docs), an event
+    stream, and an OpenAI-compatible chat proxy at /v1/chat/completions.
+
+    Example: remem serve --port 8420 --upstream http://localhost:11434/v1
+    """
+    _need_server_extra()
+    from .. import Config
+    from ..config import ServerConfig
+    from ..server.keys import KeyStore
+    from ..server.run import check_bind
+    from ..server.run import serve as run
+
+    with boundary():
+        config = Config.from_env()
+        given = {"host": host, "port": port, "upstream_base_url": upstream}
+        server = ServerConfig.model_validate(
+            {**config.server.model_dump(), **{k: v for k, v in given.items() if v is not None}})
+    with open_memory(db) as memory:
+        keys = KeyStore(memory.store)
+        check_bind(server.host, keys)
+        mode = (f"{keys.active()} active API key(s): requests need `Authorization: Bearer KEY`"
+                if keys.any() else "single-user mode, no API keys (add one with `remem keys create`)")
+        console = err_console()
+        console.print(Text(f"remem: serving {memory.path} at {_url(server.host, server.port)} - {mode}"))
+        console.print(Text(f"API docs: {_url(server.host, server.port)}/docs"), style="dim")
+        if server.upstream_base_url:
+            console.print(Text(f"chat proxy: /v1/chat/completions -> {server.upstream_base_url}"),
+                          style="dim")
+        run(memory, server)
+
+
+@keys_app.command("create")
+def keys_create(
+    org: Annotated[str, typer.Option("--org", help="The org the key is confined to.")],
+    user: Annotated[str | None, typer.Option(
+        "--user", help="Confine the key to this one user of the org.")] = None,
+    scopes: Annotated[str, typer.Option(
+        help="Comma-separated: read, write, admin (admin includes the other two).")] = "read,write",
+    name: Annotated[str | None, typer.Option(help="A label to recognise the key by.")] = None,
+    db: DbOpt = None, as_json: JsonOpt = False,
+) -> None:
+    """Create an API key and print it; it is shown only this once.
+
+    The key goes alone to stdout (KEY=$(remem keys create --org acme) works), the rest to stderr.
+
+    Example: remem keys create --org acme --user alice --scopes read,write --name laptop
+    """
+    from ..server.keys import KeyStore
+
+    with open_memory(db) as memory:
+        created = KeyStore(memory.store).create(org, user_id=user, scopes=scopes, name=name)
+    info = created.info
+    if as_json:
+        print_json({"key": created.key, **info.model_dump(mode="json")})
+        return
+    typer.echo(created.key)
+    who = f"org {info.org_id}" + (f", user {info.user_id}" if info.user_id else "")
+    console = err_console()
+    console.print(Text(f"created {info.id} for {who}, scopes {','.join(info.scopes)}"))
+    console.print(Text("Store the key now: it is shown only this once. "
+                       "Clients send `Authorization: Bearer KEY`."), style="yellow")
+
+
+@keys_app.command("list")
+def keys_list(db: DbOpt = None, as_json: JsonOpt = False) -> None:
+    """List the API keys (never the keys themselves), revoked ones too.
+
+    Example: remem keys list --json
+    """
+    from ..server.keys import KeyStore
+
+    with open_memory(db) as memory:
+        keys = KeyStore(memory.store).list()
+    if as_json:
+        print_json([key.model_dump(mode="json") for key in keys])
+        return
+    if not keys:
+        err_console().print("no API keys; the service runs in single-user mode on 127.0.0.1 "
+                            "(create one with `remem keys create --org ORG`)", style="yellow")
+        return
+    table = Table(box=box.SIMPLE_HEAD)
+    for column in ("id", "org", "user", "scopes", "name", "last used", "state"):
+        table.add_column(column, no_wrap=column in ("id", "state"))
+    for key in keys:
+        state = Text("active", style="green") if key.revoked_at is None else Text("revoked", style="red")
+        table.add_row(Text(key.id), Text(key.org_id), Text(key.user_id or ""),
+                      Text(", ".join(key.scopes)), Text(key.name or ""), when(key.last_used_at), state)
+    out_console().print(table)
+
+
+@keys_app.command("revoke")
+def keys_revoke(
+    key_id: Annotated[str, typer.Argument(metavar="ID", help="The key's id (see remem keys list).")],
+    db: DbOpt = None, as_json: JsonOpt = False,
+) -> None:
+    """Revoke an API key for good: requests with it are refused from now on.
+
+    Example: remem keys revoke k_01a22ccc172e0e5fcf46de
+    """
+    from ..server.keys import KeyStore
+
+    with open_memory(db) as memory:
+        key = KeyStore(memory.store).revoke(key_id)
+    if as_json:
+        print_json(key.model_dump(mode="json"))
+    else:
+        typer.echo(f"revoked {key.id}")

@@ -1,0 +1,60 @@
+"""``create_app``: the FastAPI application of a ``Memory``."""
+
+from __future__ import annotations
+
+from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
+
+from fastapi import FastAPI
+
+from .. import __version__
+from ..config import ServerConfig
+from ..memory import Memory
+from .auth import Authenticator
+from .errors import install_error_handlers
+from .events import EventHub, event_routes
+from .keys import KeyStore
+from .limits import BodyLimit
+from .proxy import ChatProxy, proxy_routes
+from .routes import memory_routes, service_routes
+
+__all__ = ["create_app"]
+
+_DESCRIPTION = """\
+The memory of AI agents over HTTP: every `remem.Memory` operation, a stream of what is
+added, and an OpenAI-compatible chat proxy that gives a model the memory of its users.
+
+Send `Authorization: Bearer KEY` with a key from `remem keys create` (a server on a
+loopback address with no key created runs in single-user mode, without keys). Each
+request is confined to its key's org, and to its user if the key has one. Errors are
+`{"error": {"code": ..., "message": ...}}`.
+"""
+
+
+def create_app(memory: Memory, *, config: ServerConfig | None = None) -> FastAPI:
+    """The REST service of ``memory`` (an ASGI app). ``config`` defaults to
+    ``memory.config.server``. The caller keeps ownership of ``memory`` and closes it."""
+    config = config or memory.config.server
+    keys = KeyStore(memory.store)
+    auth = Authenticator(keys)
+    hub = EventHub(memory)
+    proxy = ChatProxy(memory, hub, config)
+
+    @asynccontextmanager
+    async def lifespan(app: FastAPI) -> AsyncIterator[None]:
+        await hub.start()
+        await proxy.start()
+        try:
+            yield
+        finally:
+            await proxy.stop()
+            await hub.stop()
+
+    app = FastAPI(title="remem", version=__version__, description=_DESCRIPTION, lifespan=lifespan)
+    install_error_handlers(app)
+    app.add_middleware(BodyLimit, max_bytes=config.max_body_bytes)
+    app.include_router(service_routes(memory, auth, keys))
+    app.include_router(memory_routes(memory, auth, hub))
+    app.include_router(event_routes(hub, auth))
+    app.include_router(proxy_routes(proxy, auth))
+    return app

@@ -1,0 +1,186 @@
+"""The ``Memory`` API under ``/v1``: one route per operation, each confined to the
+caller's org (and user)."""
+
+
+from collections.abc import Callable
+from typing import Annotated, Any
+
+from fastapi import APIRouter, Body, Depends, Path, Query
+
+from .. import __version__
+from ..memory import Memory
+from ..model import AddResult, MemoryItem, Stats
+from .auth import Authenticator, Principal
+from .errors import ApiError
+from .events import EventHub
+from .keys import KeyStore
+from .schemas import (
+    AddEventsRequest,
+    AddRequest,
+    Deleted,
+    ErrorBody,
+    Flushed,
+    FlushRequest,
+    ForgetRequest,
+    Health,
+    HistoryResponse,
+    MemoryPage,
+    Ready,
+    SearchRequest,
+    SearchResponse,
+    UpdateRequest,
+)
+
+__all__ = ["memory_routes", "service_routes"]
+
+ERRORS: dict[int | str, dict[str, Any]] = {
+    status: {"model": ErrorBody, "description": text} for status, text in [
+        (401, "no API key, or one that is not valid or was revoked"),
+        (403, "the key lacks the scope, or asks for another org or user"),
+        (404, "no memory with this id in the caller's scope"),
+        (422, "a field of the request is not valid; the message names it"),
+    ]
+}
+
+MemoryId = Annotated[str, Path(description="a memory or episode id, e.g. e_01a2...")]
+OrgQ = Annotated[str | None, Query(description="default: the key's org, or 'default'")]
+UserQ = Annotated[str | None, Query()]
+AgentQ = Annotated[str | None, Query()]
+ProjectQ = Annotated[str | None, Query()]
+
+
+def service_routes(memory: Memory, auth: Authenticator, keys: KeyStore) -> APIRouter:
+    """Health, readiness and store-wide statistics."""
+    router = APIRouter(prefix="/v1", tags=["service"])
+    read: Callable[..., Principal] = auth.require("read")
+    admin: Callable[..., Principal] = auth.require("admin")
+
+    @router.get("/health")
+    def health() -> Health:
+        """The process is up (no key needed)."""
+        return Health(version=__version__)
+
+    @router.get("/ready", responses={**ERRORS, 503: {"model": ErrorBody}})
+    def ready(who: Annotated[Principal, Depends(read)]) -> Ready:
+        """The store opens and answers."""
+        try:
+            embedder = memory.store.meta("embedder") or ""
+        except Exception as exc:
+            raise ApiError(503, "not_ready", f"the store cannot be read ({exc}); check that the "
+                           "file exists and is readable, and the server log") from exc
+        return Ready(embedder=embedder, auth="api_keys" if who.key_id else "single_user")
+
+    @router.get("/stats", responses=ERRORS)
+    def stats(who: Annotated[Principal, Depends(admin)]) -> Stats:
+        """Counts of the whole store, every org together (admin)."""
+        return memory.stats()
+
+    return router
+
+
+def memory_routes(memory: Memory, auth: Authenticator, hub: EventHub) -> APIRouter:
+    """Add, search, list, get, update, forget, purge, history, flush."""
+    router = APIRouter(prefix="/v1", responses=ERRORS)
+    read: Callable[..., Principal] = auth.require("read")
+    write: Callable[..., Principal] = auth.require("write")
+    admin: Callable[..., Principal] = auth.require("admin")
+
+    @router.post("/memories", status_code=201, tags=["memories"])
+    def add(body: AddRequest, who: Annotated[Principal, Depends(write)]) -> AddResult:
+        """Store each message verbatim as an episode, in one transaction; embedding follows
+        in the background (``job_ids``; see ``/v1/events/stream`` for when it is done)."""
+        org, user = who.confine(body.org_id, body.user_id)
+        result = memory.add(body.messages, org_id=org, user_id=user, agent_id=body.agent_id,
+                            project=body.project, session_id=body.session_id,
+                            timestamp=body.timestamp, metadata=body.metadata)
+        hub.ingested(result, org_id=org, user_id=user, session_id=body.session_id)
+        return result
+
+    @router.post("/events", status_code=201, tags=["memories"])
+    def add_events(body: AddEventsRequest, who: Annotated[Principal, Depends(write)]) -> AddResult:
+        """Store coding-agent events (tool calls, file edits, errors, task start/end)."""
+        org, user = who.confine(body.org_id, body.user_id)
+        result = memory.add_events(body.events, org_id=org, user_id=user, agent_id=body.agent_id,
+                                   project=body.project, session_id=body.session_id,
+                                   timestamp=body.timestamp, metadata=body.metadata)
+        hub.ingested(result, org_id=org, user_id=user, session_id=body.session_id)
+        return result
+
+    @router.post("/search", tags=["memories"])
+    def search(body: SearchRequest, who: Annotated[Principal, Depends(read)]) -> SearchResponse:
+        """The memories that best answer the query, best first, each with how it was found."""
+        org, user = who.confine(body.org_id, body.user_id)
+        hits = memory.search(
+            body.query, org_id=org, user_id=user, agent_id=body.agent_id, project=body.project,
+            session_id=body.session_id, k=body.k, kinds=body.kinds, since=body.since,
+            until=body.until, as_of=body.as_of, budget_tokens=body.budget_tokens,
+            include_episodes=body.include_episodes, include_superseded=body.include_superseded,
+            include_archived=body.include_archived)
+        return SearchResponse(hits=hits)
+
+    @router.post("/flush", tags=["memories"])
+    def flush(who: Annotated[Principal, Depends(write)],
+              body: Annotated[FlushRequest | None, Body()] = None) -> Flushed:
+        """Wait until the background work queued through this server is over."""
+        body = body or FlushRequest.model_validate({})
+        return Flushed(done=memory.flush(timeout=body.timeout))
+
+    @router.get("/memories", tags=["memories"])
+    def list_memories(
+        who: Annotated[Principal, Depends(read)],
+        org_id: OrgQ = None, user_id: UserQ = None, agent_id: AgentQ = None,
+        project: ProjectQ = None, session_id: Annotated[str | None, Query()] = None,
+        kinds: Annotated[list[str] | None, Query(description="repeatable: ?kinds=a&kinds=b")] = None,
+        include_episodes: bool = False, include_inactive: bool = False,
+        limit: Annotated[int, Query(ge=1, le=1000)] = 50,
+        cursor: Annotated[str | None, Query(description="next_cursor of the previous page")] = None,
+    ) -> MemoryPage:
+        """Memories in the scope, newest first, one page at a time."""
+        org, user = who.confine(org_id, user_id)
+        page = memory.list(org_id=org, user_id=user, agent_id=agent_id, project=project,
+                           session_id=session_id, kinds=kinds, include_episodes=include_episodes,
+                           include_inactive=include_inactive, limit=limit, cursor=cursor)
+        return MemoryPage(items=list(page), next_cursor=page.next_cursor)
+
+    @router.get("/memories/{memory_id}", tags=["memories"])
+    def get(memory_id: MemoryId, who: Annotated[Principal, Depends(read)], org_id: OrgQ = None,
+            user_id: UserQ = None, agent_id: AgentQ = None, project: ProjectQ = None) -> MemoryItem:
+        """One memory or episode, whatever its status."""
+        org, user = who.confine(org_id, user_id)
+        return memory.get(memory_id, org_id=org, user_id=user, agent_id=agent_id, project=project)
+
+    @router.patch("/memories/{memory_id}", tags=["memories"])
+    def update(memory_id: MemoryId, body: UpdateRequest,
+               who: Annotated[Principal, Depends(write)]) -> MemoryItem:
+        """Give a memory new text as a new version; the history keeps the old one."""
+        org, user = who.confine(body.org_id, body.user_id)
+        return memory.update(memory_id, text=body.text, reason=body.reason, org_id=org,
+                             user_id=user, agent_id=body.agent_id, project=body.project)
+
+    @router.post("/memories/{memory_id}/forget", tags=["memories"])
+    def forget(memory_id: MemoryId, who: Annotated[Principal, Depends(write)],
+               body: Annotated[ForgetRequest | None, Body()] = None) -> MemoryItem:
+        """Hide a memory from search; it stays in the file and in its history."""
+        body = body or ForgetRequest.model_validate({})
+        org, user = who.confine(body.org_id, body.user_id)
+        return memory.forget(memory_id, reason=body.reason, org_id=org, user_id=user,
+                             agent_id=body.agent_id, project=body.project)
+
+    @router.delete("/memories/{memory_id}", tags=["memories"])
+    def purge(memory_id: MemoryId, who: Annotated[Principal, Depends(admin)], org_id: OrgQ = None,
+              user_id: UserQ = None, agent_id: AgentQ = None, project: ProjectQ = None) -> Deleted:
+        """Delete a memory for good, with everything derived from it (admin)."""
+        org, user = who.confine(org_id, user_id)
+        return Deleted(deleted=memory.purge(memory_id, org_id=org, user_id=user, agent_id=agent_id,
+                                            project=project))
+
+    @router.get("/memories/{memory_id}/history", tags=["memories"])
+    def history(memory_id: MemoryId, who: Annotated[Principal, Depends(read)], org_id: OrgQ = None,
+                user_id: UserQ = None, agent_id: AgentQ = None,
+                project: ProjectQ = None) -> HistoryResponse:
+        """Every version and status change of a memory, oldest first."""
+        org, user = who.confine(org_id, user_id)
+        return HistoryResponse(entries=memory.history(memory_id, org_id=org, user_id=user,
+                                                      agent_id=agent_id, project=project))
+
+    return router

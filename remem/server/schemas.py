@@ -1,0 +1,168 @@
+"""Request and response bodies of the REST service.
+
+Requests are checked here for shape (unknown fields are refused); their content (texts,
+ids, times) is checked by :class:`remem.Memory`, which names the field that is wrong.
+The responses reuse remem's own types (``MemoryItem``, ``Hit``, ``Stats``...).
+"""
+
+from __future__ import annotations
+
+from typing import Any, Literal
+
+from pydantic import BaseModel, ConfigDict, Field
+
+from ..model import HistoryEntry, Hit, MemoryItem
+
+__all__ = [
+    "AddEventsRequest",
+    "AddRequest",
+    "Deleted",
+    "ErrorBody",
+    "FlushRequest",
+    "Flushed",
+    "ForgetRequest",
+    "Health",
+    "HistoryResponse",
+    "MemoryPage",
+    "OwnerFields",
+    "Ready",
+    "ScopeFields",
+    "SearchRequest",
+    "SearchResponse",
+    "UpdateRequest",
+]
+
+
+class _Request(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+
+class OwnerFields(_Request):
+    """The scope of a call on one memory. With an API key, the key's org (and user) apply."""
+
+    org_id: str | None = Field(None, description="default: the key's org, or 'default'")
+    user_id: str | None = None
+    agent_id: str | None = None
+    project: str | None = None
+
+
+class ScopeFields(OwnerFields):
+    """The scope of a call on many memories."""
+
+    session_id: str | None = None
+
+
+class AddRequest(ScopeFields):
+    """Turns to remember verbatim, one episode each."""
+
+    messages: str | dict[str, Any] | list[dict[str, Any] | str] = Field(
+        description="a string, or messages with role (or speaker), content (or text), and "
+        "optional metadata and timestamp",
+        examples=[[{"role": "user", "content": "I moved to pnpm last week"}]],
+    )
+    timestamp: str | None = Field(None, description="ISO 8601; default: now",
+                                  examples=["2023-05-08T13:56:00Z"])
+    metadata: dict[str, Any] | None = None
+
+
+class AddEventsRequest(ScopeFields):
+    """Coding-agent events: tool calls, file edits, errors, task start and end."""
+
+    events: dict[str, Any] | list[dict[str, Any]] = Field(
+        description="events with a type: tool_call, file_edit, error, task_start, task_end",
+        examples=[[{"type": "tool_call", "tool": "Bash", "command": "pytest", "exit_code": 1}]],
+    )
+    timestamp: str | None = None
+    metadata: dict[str, Any] | None = None
+
+
+class SearchRequest(ScopeFields):
+    """A search: the query and its options."""
+
+    query: str = Field(examples=["which package manager do we use?"])
+    k: int = Field(10, ge=1, le=1000, description="hits at most")
+    kinds: list[str] | None = None
+    since: str | None = Field(None, description="only what happened from then on, ISO 8601")
+    until: str | None = Field(None, description="only what happened until then, ISO 8601")
+    as_of: str | None = Field(None, description="search the store as it was then, ISO 8601")
+    budget_tokens: int | None = Field(None, ge=1, description="pack hits into this many tokens")
+    include_episodes: bool = True
+    include_superseded: bool = False
+    include_archived: bool = False
+
+
+class UpdateRequest(OwnerFields):
+    """New text for a memory; the old version stays in its history."""
+
+    text: str
+    reason: str | None = None
+
+
+class ForgetRequest(OwnerFields):
+    """Hide a memory from search; it stays in the file and its history."""
+
+    reason: str | None = None
+
+
+class FlushRequest(_Request):
+    """Wait for the background work queued so far."""
+
+    timeout: float = Field(30.0, gt=0, le=600, description="seconds to wait at most")
+
+
+class SearchResponse(BaseModel):
+    """Search hits, best first."""
+
+    hits: list[Hit]
+
+
+class MemoryPage(BaseModel):
+    """One page of memories, newest first; pass ``next_cursor`` as ``cursor`` for the next."""
+
+    items: list[MemoryItem]
+    next_cursor: str | None
+
+
+class HistoryResponse(BaseModel):
+    """Every version and status change of a memory, oldest first."""
+
+    entries: list[HistoryEntry]
+
+
+class Deleted(BaseModel):
+    """The ids deleted for good: the memory and what was derived from it."""
+
+    deleted: list[str]
+
+
+class Flushed(BaseModel):
+    """True if all the queued work is done; False if some still runs or failed."""
+
+    done: bool
+
+
+class Health(BaseModel):
+    """The process is up."""
+
+    status: Literal["ok"] = "ok"
+    version: str
+
+
+class Ready(BaseModel):
+    """The store can be read."""
+
+    status: Literal["ready"] = "ready"
+    embedder: str
+    auth: Literal["api_keys", "single_user"]
+
+
+class ErrorDetail(BaseModel):
+    code: str = Field(description="stable, for programs: not_found, invalid_field, missing_key...")
+    message: str = Field(description="for people: what was wrong and how to fix it")
+    field: str | None = Field(None, description="the request field at fault, when one is")
+
+
+class ErrorBody(BaseModel):
+    """Every error response."""
+
+    error: ErrorDetail
