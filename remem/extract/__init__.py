@@ -23,6 +23,8 @@ from .base import (
     ground,
 )
 from .dates import DateRef, find_date
+from .factory import create_extractor
+from .llm import LLMExtractor
 from .rules import RulesExtractor
 
 __all__ = [
@@ -32,8 +34,10 @@ __all__ = [
     "Extraction",
     "Extractor",
     "KINDS",
+    "LLMExtractor",
     "Rejected",
     "RulesExtractor",
+    "create_extractor",
     "extract_checked",
     "find_date",
     "ground",
