@@ -243,6 +243,22 @@ def test_citing_a_turn_that_was_not_shown_is_sent_back_for_repair(
     assert "cites [9], which is not a turn shown" in server.messages(2)[-1]["content"]
 
 
+def test_a_date_phrase_must_come_from_the_cited_turn_and_is_read_in_its_context(
+        serve: Callable[..., StandInChatServer], clients: Callable[..., ChatClient]) -> None:
+    def marathon(phrase: str) -> Reply:
+        return answer({"memories": [{"kind": "event", "text": "Bob ran a marathon last Tuesday",
+                                     "subject": "Bob", "sources": [2], "date_phrase": phrase}]})
+    server = serve(answer({"topic": "running", "kinds": ["event"]}), marathon("last Friday"),
+                   marathon("Tuesday"), all_supported(1))
+
+    [event] = LLMExtractor(clients(server.base_url)).extract(alice_and_bob())
+
+    assert "date_phrase is not written in the turns it cites" in server.messages(2)[-1]["content"]
+    # "Tuesday" is read as the turn says it, "last Tuesday", on Thursday 9 May
+    assert event.event_time == datetime(2024, 5, 7, tzinfo=timezone.utc)
+    assert event.text == "Bob ran a marathon on 7 May 2024"
+
+
 def test_output_that_stays_invalid_fails_after_exactly_attempts_calls(
         serve: Callable[..., StandInChatServer], clients: Callable[..., ChatClient]) -> None:
     server = serve(*[answer({"topic": "x", "kinds": ["feelings"]})] * 5)
@@ -422,7 +438,7 @@ def test_the_factory_builds_what_the_configuration_names(
     try:
         assert extractor.extract([EpisodeIn("e1", "hello", role="user")]) == []
     finally:
-        extractor.client.close()  # type: ignore[attr-defined]
+        extractor.close()
     request = server.requests[0]
     assert request["path"] == "/v1/chat/completions"
     assert request["body"]["model"] == "qwen2.5:7b"

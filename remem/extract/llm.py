@@ -37,7 +37,7 @@ from typing import Any, TypeVar
 import pydantic
 from pydantic import BaseModel, ConfigDict, Field, field_validator
 
-from ..errors import ExtractionError
+from ..errors import ConfigError, ExtractionError
 from ..llm import ChatModel, Message
 from ..text import has_cjk, words
 from .base import (
@@ -82,12 +82,11 @@ _GUIDE = {
     "event": "something that happened at a time: what, who, and when.",
 }
 
-_SUBJECT_RULE = (
-    "subject: who or what the memory is about. What a named speaker says about themselves "
-    "has that speaker's name as subject: in a chat between Alice and Bob, what Bob says about "
-    "himself has subject \"Bob\", never \"Alice\". The speaker shown as \"user\" is subject "
-    "\"user\". Knowledge about the work has the project's name (or \"project\"); about the "
-    "machine, OS or tools, \"environment\"."
+_SUBJECTS = (
+    "What a named speaker says about themselves has that speaker's name as subject: in a chat "
+    "between Alice and Bob, what Bob says about himself has subject \"Bob\", never \"Alice\". "
+    "The speaker shown as \"user\" is subject \"user\". Knowledge about the work has the "
+    "project's name (or \"project\"); about the machine, OS or tools, \"environment\"."
 )
 
 _CLASSIFY = """You read a conversation or an agent's work log and decide what in it is worth \
@@ -104,9 +103,10 @@ Its topic: {topic}. Extract memories of these kinds:
 {kinds}
 
 Rules:
-- Each memory is one short statement that makes sense on its own, written in the language \
-it was said in (what was said in Chinese is written in Chinese).
-- {subject_rule}
+- Each memory is one short statement that makes sense on its own and says who it is about \
+("Bob only drinks oat milk", "User prefers pnpm over npm"), written in the language it was \
+said in (what was said in Chinese is written in Chinese).
+- subject: who or what the memory is about. {subjects}
 - Only what the turns state: no guesses, no suggestions nobody accepted.
 - sources: the numbers of the turns that state it, e.g. [2] or [2, 3]. Cite only numbers shown.
 - date_phrase: when the memory is tied to a time, the date phrase exactly as written in the \
@@ -129,7 +129,7 @@ _VERIFY = """You check memories extracted from a conversation against the turns 
 For each candidate answer:
 - supported: true only when the cited turns state it (not merely hint at it, not a guess, \
 not a suggestion nobody accepted);
-- subject_ok: true when its subject is who or what it is about. {subject_rule}
+- subject_ok: true when its subject is who or what it is about. {subjects}
 - reason: one short sentence when either is false, else "".
 Dates in the candidates were already worked out from the turn's time ("last Tuesday" said on \
 2024-05-09 is 7 May 2024): that is not a reason to refuse.
@@ -253,10 +253,16 @@ class LLMExtractor:
 
     def __init__(self, client: ChatModel, *, attempts: int = 3, verify: bool = True) -> None:
         if attempts < 1:
-            raise ValueError(f"attempts must be at least 1, not {attempts}")
+            raise ConfigError(f"attempts must be at least 1, not {attempts}")
         self.client = client
         self.attempts = attempts
         self.verify = verify
+
+    def close(self) -> None:
+        """Release the client's connections, when it holds any."""
+        close = getattr(self.client, "close", None)
+        if callable(close):
+            close()
 
     def extract(self, episodes: Sequence[EpisodeIn]) -> list[Candidate]:
         """The verified candidate memories in ``episodes`` (oldest first).
@@ -295,7 +301,7 @@ class LLMExtractor:
         pitfall = "pitfall" in kinds
         system = _EXTRACT.format(
             topic=topic or "not given", kinds="\n".join(f"- {k}: {_GUIDE[k]}" for k in kinds),
-            subject_rule=_SUBJECT_RULE, extra=_PITFALL if pitfall else "",
+            subjects=_SUBJECTS, extra=_PITFALL if pitfall else "",
             fields=(', "symptom": "...", "cause": "...", "fix": "...", "environment": null'
                     if pitfall else ""))
         found = self._ask(f"extract {group}", [
@@ -312,7 +318,7 @@ class LLMExtractor:
             f"{', '.join(f'[{number[s]}]' for s in c.source_ids)}: {c.text}"
             for i, c in enumerate(candidates, 1))
         verdicts = self._ask("verify", [
-            {"role": "system", "content": _VERIFY.format(subject_rule=_SUBJECT_RULE)},
+            {"role": "system", "content": _VERIFY.format(subjects=_SUBJECTS)},
             {"role": "user", "content": f"{transcript}\n\nCandidates:\n{listing}"},
         ], lambda data: _check_verdicts(_Verdicts.model_validate(data), len(candidates)))
         kept: list[Candidate] = []
@@ -427,15 +433,15 @@ def _check_found(found: _Found, shown: list[EpisodeIn]) -> _Found:
             continue
         if mem.date_phrase and not any(mem.date_phrase.lower() in shown[n - 1].text.lower()
                                        for n in mem.sources):
-            problems.append(f"{where}.date_phrase: {mem.date_phrase!r} is not written in the "
-                            "turns it cites; copy the phrase exactly, or use null")
+            problems.append(f"{where}.date_phrase is not written in the turns it cites; copy "
+                            "the phrase exactly, or use null")
         if mem.kind == "pitfall":
             if not mem.fix:
                 problems.append(f"{where}.fix: a pitfall must say what fixed it; leave out "
                                 "problems whose fix is not stated")
             elif not _content(mem.fix) & _content(mem.text):
                 problems.append(f"{where}.text: a pitfall's text must state its fix "
-                                f"({mem.fix!r})")
+                                f"({where}.fix)")
     if problems:
         raise _Invalid("; ".join(problems))
     return found
@@ -485,13 +491,23 @@ def _dated(mem: _Memory, cited: list[EpisodeIn]) -> tuple[str, datetime | None]:
     text = mem.text
     if mem.date_phrase:
         phrase = mem.date_phrase.lower()
-        said = next((ep for ep in cited if phrase in ep.text.lower()), cited[0])
-        resolved = find_date(mem.date_phrase, as_utc(said.event_time))
+        said = next(ep for ep in cited if phrase in ep.text.lower())
+        ref = as_utc(said.event_time)
+        resolved = find_date(mem.date_phrase, ref)
+        if resolved is None:
+            # a phrase cut short ("Tuesday" out of "last Tuesday"): read it with what precedes it
+            end = said.text.lower().find(phrase) + len(phrase)
+            window = said.text[max(0, end - len(phrase) - 16):end]
+            resolved = find_date(window, ref)
+            if resolved is not None and resolved.finish <= len(window) - len(phrase):
+                resolved = None
         if resolved is not None:
-            at = text.lower().find(phrase)
-            if at >= 0:
-                lang = "zh" if has_cjk(text) else "en"
-                text = text[:at] + resolved.render(lang) + text[at + len(phrase):]
+            for said_as in dict.fromkeys((resolved.phrase.lower(), phrase)):
+                at = text.lower().find(said_as)
+                if at >= 0:
+                    lang = "zh" if has_cjk(text) else "en"
+                    text = text[:at] + resolved.render(lang) + text[at + len(said_as):]
+                    break
             return text, resolved.start
     if mem.date is not None:
         ref = next((t for t in (as_utc(ep.event_time) for ep in cited) if t is not None), None)
