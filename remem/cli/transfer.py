@@ -1,4 +1,5 @@
-"""``remem import`` and ``remem export``: JSON Lines in and out of a store.
+"""``remem import`` and ``remem export``: JSON Lines in and out of a store, and agent
+instruction files (CLAUDE.md, AGENTS.md, Cursor rules) in and AGENTS.md out.
 
 An import file is checked in full before anything is added, so a bad line leaves the
 store as it was. A line is a message dict (``role``/``speaker``, ``content``/``text``,
@@ -23,6 +24,7 @@ from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, T
 from .._inputs import parse_events, parse_messages, parse_scope, parse_time
 from ..config import Config
 from ..errors import ValidationError
+from ..integrations.scope import AgentScope, resolve_scope
 from ..memory import Memory
 from ..model import EPISODE_KINDS, AddResult, Scope
 from .app import (
@@ -254,24 +256,45 @@ def _open_source(source: str) -> IO[bytes]:
     return sys.stdin.buffer if source == "-" else open(source, "rb")
 
 
+INSTRUCTION_FORMATS = ("claude-md", "agents-md", "cursor-rules")
+
+
 @app.command("import")
 def import_(
     source: Annotated[str, typer.Argument(
-        metavar="FILE", help="A JSON Lines file, one message, event or exported memory a line; "
-        "- reads stdin.")],
+        metavar="FILE|FORMAT", help="A JSON Lines file, one message, event or exported memory a "
+        "line (- reads stdin); or the format of agent instructions to turn into memories: "
+        "claude-md, agents-md or cursor-rules, followed by its PATH.")],
+    path: Annotated[Path | None, typer.Argument(
+        metavar="[PATH]", help="With a FORMAT: the file (or rules folder) to read; default "
+        "CLAUDE.md, AGENTS.md or .cursor/rules of the project.")] = None,
+    dry_run: Annotated[bool, typer.Option(
+        "--dry-run", help="With a FORMAT: show the memories it would propose, add nothing.")] = False,
     wait: Annotated[bool, typer.Option(
         help="Wait until everything is embedded (searchable by meaning).")] = True,
     db: DbOpt = None, org: OrgOpt = None, user: UserOpt = None, agent: AgentOpt = None,
     project: ProjectOpt = None, session: SessionOpt = None, as_json: JsonOpt = False,
 ) -> None:
-    """Add the messages of a JSON Lines file; a bad line stops it before anything is added.
+    """Add the messages of a JSON Lines file, or turn agent instruction files into memories.
 
-    Scope keys on a line (user_id, session_id, project, agent_id, org_id) are used where
-    no scope option is given; a given option wins (an export of alice imported with
-    --user bob goes to bob). Derived memories in an export are skipped: import adds episodes only.
+    JSON Lines: a bad line stops it before anything is added. Scope keys on a line
+    (user_id, session_id, project, agent_id, org_id) are used where no scope option is
+    given; a given option wins (an export of alice imported with --user bob goes to bob).
+    Derived memories in an export are skipped: import adds episodes only.
 
-    Example: remem import chat.jsonl --user alice
+    Instructions (claude-md, agents-md, cursor-rules): each rule becomes a typed memory
+    (convention, pitfall, preference, project, decision, procedure) citing its file and
+    lines, in the scope of the project (default user: $REMEM_USER or the OS user).
+
+    Examples: remem import chat.jsonl --user alice ; remem import claude-md CLAUDE.md
     """
+    if source in INSTRUCTION_FORMATS and (path is not None or not Path(source).exists()):
+        _import_instructions(source, path, dry_run=dry_run, wait=wait, db=db, org=org, user=user,
+                             agent=agent, project=project, as_json=as_json)
+        return
+    if path is not None:
+        fail(f"{source!r} is not a format of instructions; use {', '.join(INSTRUCTION_FORMATS)} "
+             "before PATH, or give one JSON Lines FILE")
     name = "stdin" if source == "-" else source
     with boundary():
         max_chars = Config.from_env().max_text_chars
@@ -294,24 +317,83 @@ def import_(
     typer.echo(f"imported {count} from {name}{skipped if plan.skipped else ''}")
 
 
+def _default_source(fmt: str, root: Path) -> Path:
+    if fmt == "claude-md":
+        return root / "CLAUDE.md"
+    if fmt == "agents-md":
+        return root / "AGENTS.md"
+    rules = root / ".cursor" / "rules"
+    return rules if rules.exists() or not (root / ".cursorrules").exists() else root / ".cursorrules"
+
+
+def _agent_scope(org: str | None, user: str | None, agent: str | None, project: str | None,
+                 where: Path) -> AgentScope:
+    return resolve_scope(user=user, project=project, org=org, agent=agent, cwd=where)
+
+
+def _import_instructions(fmt: str, path: Path | None, *, dry_run: bool, wait: bool,
+                         db: Path | None, org: str | None, user: str | None, agent: str | None,
+                         project: str | None, as_json: bool) -> None:
+    from ..integrations.agent import AgentMemory
+    from ..integrations.importers import import_files
+    from ..integrations.scope import project_root
+
+    start = (path.parent if path is not None else Path.cwd()).expanduser().resolve()
+    where = _agent_scope(org, user, agent, project, start)
+    source = path if path is not None else _default_source(fmt, project_root(start) or start)
+    with open_memory(db) as m:
+        done = import_files(AgentMemory(m, where), fmt, source, dry_run=dry_run)  # type: ignore[arg-type]
+        if wait and not dry_run:
+            m.flush()
+    if as_json:
+        print_json([{"kind": s.kind, "text": s.text, "path": str(f), "lines": list(s.lines),
+                     "section": str(s.section), "id": item.id if item else None,
+                     "became": item.text if item else None} for f, s, item in done])
+        return
+    if dry_run:
+        for file, snippet, _ in done:
+            typer.echo(f"{snippet.kind:<10} {file.name}:{snippet.start}-{snippet.end}  {snippet.text}")
+        typer.echo(f"{_count(len(done), 'memory', 'memories')} would be proposed; nothing was added")
+        return
+    kinds: dict[str, int] = {}
+    for _, snippet, _ in done:
+        kinds[snippet.kind] = kinds.get(snippet.kind, 0) + 1
+    detail = ", ".join(f"{n} {k}" for k, n in sorted(kinds.items(), key=lambda kv: -kv[1]))
+    typer.echo(f"imported {_count(len(done), 'memory', 'memories')} from {source}"
+               + (f" ({detail})" if detail else "")
+               + f" into project {where.project}, user {where.user_id}")
+
+
 def _count(n: int, one: str, many: str) -> str:
     return f"{n} {one if n == 1 else many}"
 
 
 @app.command()
 def export(
+    fmt: Annotated[str | None, typer.Argument(
+        metavar="[FORMAT]", help="agents-md: the confirmed conventions and pitfalls as a marked "
+        "block of AGENTS.md. Default: every memory as JSON Lines.")] = None,
     out: Annotated[Path | None, typer.Option(
-        "--out", "-o", dir_okay=False, help="Write to this file instead of stdout.")] = None,
+        "--out", "-o", dir_okay=False, help="Write to this file instead of stdout; for "
+        "agents-md, only its marked block is replaced.")] = None,
     episodes: Annotated[bool, typer.Option(
         "--episodes/--no-episodes", help="Include raw episodes, not only derived memories.")
     ] = True,
+    candidates: Annotated[bool, typer.Option(
+        "--candidates", help="agents-md: also the memories not confirmed yet.")] = False,
     db: DbOpt = None, org: OrgOpt = None, user: UserOpt = None, agent: AgentOpt = None,
     project: ProjectOpt = None, session: SessionOpt = None,
 ) -> None:
-    """Write every memory in the scope, whatever its status, as JSON Lines, oldest first.
+    """Write every memory in the scope, whatever its status, as JSON Lines, oldest first;
+    or the project's confirmed conventions and pitfalls as a block of AGENTS.md.
 
-    Example: remem export --user alice --out alice.jsonl
+    Examples: remem export --user alice --out alice.jsonl ; remem export agents-md --out AGENTS.md
     """
+    if fmt is not None:
+        if fmt != "agents-md":
+            fail(f"unknown export format {fmt!r}; use agents-md, or none for JSON Lines")
+        _export_agents_md(out, candidates, db=db, org=org, user=user, agent=agent, project=project)
+        return
     with open_memory(db) as m:
         items = m.export(include_episodes=episodes, **scope(org, user, agent, project, session))
         lines = (json.dumps(item.model_dump(mode="json"), ensure_ascii=False) + "\n"
@@ -322,6 +404,26 @@ def export(
             return
         count = write_atomic(out, lines)
     err_console().print(f"exported {count} memories to {out}", markup=False, highlight=False)
+
+
+def _export_agents_md(out: Path | None, candidates: bool, *, db: Path | None, org: str | None,
+                      user: str | None, agent: str | None, project: str | None) -> None:
+    from ..integrations import exporter
+    from ..integrations.agent import AgentMemory
+
+    start = (out.expanduser().resolve().parent if out is not None else Path.cwd())
+    where = _agent_scope(org, user, agent, project, start)
+    with open_memory(db) as m:
+        items = exporter.select(AgentMemory(m, where), include_candidates=candidates)
+    body = exporter.render(items, where.project)
+    if out is None:
+        typer.echo(f"{exporter.BEGIN}\n{body}\n{exporter.END}")
+        return
+    with boundary():
+        changed = exporter.write(out.expanduser(), body)
+    what = "wrote" if changed else "unchanged:"
+    err_console().print(f"{what} {_count(len(items), 'memory', 'memories')} in the remem block of {out}",
+                        markup=False, highlight=False)
 
 
 def write_atomic(path: Path, lines: Iterable[str]) -> int:

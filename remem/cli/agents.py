@@ -1,0 +1,182 @@
+"""Coding-agent commands: the MCP server, agent set-up (install / uninstall), hooks."""
+
+from __future__ import annotations
+
+import os
+import sys
+from enum import Enum
+from pathlib import Path
+from typing import Annotated
+
+import typer
+from rich.text import Text
+
+from ..errors import ConfigError
+from .app import DbOpt, OrgOpt, UserOpt, app, boundary, fail
+from .output import err_console, out_console
+
+__all__ = ["hook", "install", "mcp", "uninstall"]
+
+
+class Transport(str, Enum):
+    stdio = "stdio"
+    http = "http"
+
+
+class Target(str, Enum):
+    claude_code = "claude-code"
+    cursor = "cursor"
+    codex = "codex"
+
+
+class HookAgent(str, Enum):
+    claude_code = "claude-code"
+    cursor = "cursor"
+
+
+ProjectNameOpt = Annotated[str | None, typer.Option(
+    "--project", help="Project name (default: the name of the git root folder of the current "
+    "directory).")]
+LevelOpt = Annotated[bool, typer.Option(
+    "--project/--user", help="Set it up for this project (default) or for every project of "
+    "this user.")]
+DirOpt = Annotated[Path | None, typer.Option(
+    "--dir", file_okay=False, help="The project folder (default: the git root of the current "
+    "directory).")]
+
+
+@app.command()
+def mcp(
+    transport: Annotated[Transport, typer.Option(
+        help="stdio for an agent that starts the server; http for streamable HTTP at "
+        "http://HOST:PORT/mcp.")] = Transport.stdio,
+    host: Annotated[str, typer.Option(help="Address to listen on (http).")] = "127.0.0.1",
+    port: Annotated[int, typer.Option(help="Port to listen on (http).", min=1, max=65535)] = 8421,
+    db: DbOpt = None, org: OrgOpt = None,
+    user: Annotated[str | None, typer.Option(
+        "--user", help="User id (default: $REMEM_USER, else the OS user name).")] = None,
+    project: ProjectNameOpt = None,
+) -> None:
+    """Run the MCP server: memory tools, resources and prompts for coding agents.
+
+    Example: remem mcp --transport http --port 8421
+    """
+    from ..integrations.scope import resolve_scope
+    from ..mcp import serve
+
+    with boundary():
+        scope = resolve_scope(user=user, project=project, org=org)
+        if transport is Transport.http:
+            err_console().print(Text(f"remem MCP server on http://{host}:{port}/mcp "
+                                     f"(user {scope.user_id}, project {scope.project})"))
+        serve(transport=transport.value, host=host, port=port, db=db, scope=scope)
+
+
+def _project_root(folder: Path | None) -> Path:
+    from ..integrations.scope import project_root
+
+    here = (folder or Path.cwd()).expanduser().resolve()
+    if not here.is_dir():
+        fail(f"{here} is not a folder")
+    return project_root(here) or here
+
+
+def _report(changes: list, hint: str) -> None:  # type: ignore[type-arg]
+    console = out_console()
+    for change in changes:
+        console.print(Text(str(change)), soft_wrap=True)
+    if hint:
+        err_console().print(Text(hint), style="dim")
+
+
+@app.command()
+def install(
+    target: Annotated[Target, typer.Argument(help="The coding agent: claude-code, cursor or codex.")],
+    project_level: LevelOpt = True,
+    folder: DirOpt = None,
+    db: DbOpt = None,
+) -> None:
+    """Set a coding agent up to use remem: the MCP server, hooks, instructions.
+
+    claude-code: .mcp.json and .claude/settings.json hooks (--user: ~/.claude.json and
+    ~/.claude/settings.json). cursor: .cursor/mcp.json, .cursor/hooks.json and
+    .cursor/rules/remem.mdc. codex: ~/.codex/config.toml and a block in AGENTS.md.
+
+    Example: remem install claude-code --project
+    """
+    from ..integrations import claude_code, codex, cursor
+
+    level = "project" if project_level else "user"
+    root = _project_root(folder)
+    with boundary():
+        if target is Target.claude_code:
+            changes = claude_code.install(level, root, db=db)
+            hint = ("Restart Claude Code (or run /hooks) to load them; "
+                    "`remem uninstall claude-code` undoes it.")
+        elif target is Target.cursor:
+            if level == "user":
+                raise ConfigError("the Cursor set-up is per project; run it in the project without --user")
+            changes = cursor.install(root, db=db)
+            hint = "Reload Cursor and enable the remem MCP server in its settings."
+        else:
+            changes = codex.install(level, root, db=db)
+            hint = "Restart Codex to load the MCP server."
+    _report(changes, hint)
+
+
+@app.command()
+def uninstall(
+    target: Annotated[Target, typer.Argument(help="The coding agent: claude-code, cursor or codex.")],
+    project_level: LevelOpt = True,
+    folder: DirOpt = None,
+) -> None:
+    """Remove exactly what `remem install` added for a coding agent.
+
+    Example: remem uninstall claude-code --project
+    """
+    from ..integrations import claude_code, codex, cursor
+    from ..integrations.files import prune_dirs
+
+    level = "project" if project_level else "user"
+    root = _project_root(folder)
+    with boundary():
+        if target is Target.claude_code:
+            changes = claude_code.uninstall(level, root)
+            if level == "project":
+                prune_dirs(root / ".claude", root)
+        elif target is Target.cursor:
+            if level == "user":
+                raise ConfigError("the Cursor set-up is per project; run it in the project without --user")
+            changes = cursor.uninstall(root)
+        else:
+            changes = codex.uninstall(level, root)
+    _report(changes, "")
+
+
+@app.command(hidden=False)
+def hook(
+    event: Annotated[str, typer.Argument(
+        help="The hook event as the agent names it, e.g. SessionStart, PreToolUse "
+        "(Claude Code) or afterShellExecution (Cursor).")],
+    agent: Annotated[HookAgent, typer.Option(help="The agent that runs the hook.")] = HookAgent.claude_code,
+    db: DbOpt = None,
+    user: UserOpt = None,
+    project: ProjectNameOpt = None,
+) -> None:
+    """Answer an agent hook: read its JSON on stdin, print the answer it expects.
+
+    Never blocks the agent: on any error, bad input or past its deadline it prints
+    nothing (an empty JSON object for Cursor) and exits 0.
+
+    Example: echo '{"cwd": "."}' | remem hook SessionStart
+    """
+    from ..integrations.hooks import run_hook
+
+    out, finished = run_hook(event, sys.stdin.buffer, agent_name=agent.value, db=db, user=user,
+                             project=project)
+    if out:
+        sys.stdout.write(out + "\n")
+    sys.stdout.flush()
+    sys.stderr.flush()
+    if not finished:
+        os._exit(0)  # the cut-off work must not hold the agent up at exit

@@ -1,0 +1,124 @@
+"""``remem install claude-code``: the MCP server entry and the hooks in Claude Code's settings.
+
+Where Claude Code reads them (project / user level):
+
+- MCP servers: ``<project>/.mcp.json`` / ``~/.claude.json``, key ``mcpServers``;
+- hooks: ``<project>/.claude/settings.json`` / ``~/.claude/settings.json``, key
+  ``hooks``: ``{EVENT: [{"matcher": TOOLS, "hooks": [{"type": "command", "command": CMD,
+  "timeout": SECONDS}]}]}`` (``matcher`` only for tool events).
+
+remem's hook entries are its own matcher groups, recognised by their command
+(``... -m remem hook EVENT``); uninstall removes those and the ``mcpServers.remem``
+entry, and nothing else.
+"""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+from typing import Any, Literal
+
+from ..errors import ConfigError
+from .common import Change, hook_command, is_remem_command, is_remem_server, mcp_server_entry
+from .files import edit_json, undo_json
+from .hooks import CLAUDE_EVENTS
+
+__all__ = ["HOOK_TIMEOUT_S", "Level", "install", "paths", "uninstall"]
+
+#: Seconds Claude Code waits for a remem hook; remem gives up well before (fail open).
+HOOK_TIMEOUT_S = 5
+Level = Literal["project", "user"]
+
+
+def paths(level: Level, root: Path) -> tuple[Path, Path]:
+    """``(MCP config file, settings file)`` for a project-level or user-level install."""
+    if level == "project":
+        return root / ".mcp.json", root / ".claude" / "settings.json"
+    home = Path.home()
+    return home / ".claude.json", home / ".claude" / "settings.json"
+
+
+def _add_server(entry: dict[str, Any]):  # type: ignore[no-untyped-def]
+    def change(data: dict[str, Any]) -> None:
+        servers = data.setdefault("mcpServers", {})
+        if not isinstance(servers, dict):
+            raise ConfigError("mcpServers is not a JSON object; fix it first")
+        current = servers.get("remem")
+        if current is not None and not is_remem_server(current):
+            raise ConfigError("an MCP server named 'remem' that does not run `remem mcp` is "
+                              "already configured; rename or remove it first")
+        servers["remem"] = {"type": "stdio", **entry}
+    return change
+
+
+def _drop_server(data: dict[str, Any]) -> None:
+    servers = data.get("mcpServers")
+    if isinstance(servers, dict) and is_remem_server(servers.get("remem")):
+        del servers["remem"]
+        if not servers:
+            del data["mcpServers"]
+
+
+def _drop_hooks(data: dict[str, Any]) -> None:
+    hooks = data.get("hooks")
+    if not isinstance(hooks, dict):
+        return
+    for event in list(hooks):
+        groups = hooks[event]
+        if not isinstance(groups, list):
+            continue
+        kept = []
+        for group in groups:
+            inner = group.get("hooks") if isinstance(group, dict) else None
+            if not isinstance(inner, list):
+                kept.append(group)
+                continue
+            rest = [h for h in inner if not (isinstance(h, dict) and is_remem_command(h.get("command")))]
+            if len(rest) == len(inner):
+                kept.append(group)
+            elif rest:
+                kept.append({**group, "hooks": rest})
+        if len(kept) != len(groups):
+            if kept:
+                hooks[event] = kept
+            else:
+                del hooks[event]
+    if not hooks:
+        del data["hooks"]
+
+
+def _add_hooks(db: str | os.PathLike[str] | None):  # type: ignore[no-untyped-def]
+    def change(data: dict[str, Any]) -> None:
+        hooks = data.get("hooks")
+        if hooks is not None and not isinstance(hooks, dict):
+            raise ConfigError("hooks is not a JSON object; fix it first")
+        if isinstance(hooks, dict) and any(not isinstance(v, list) for v in hooks.values()):
+            raise ConfigError("an entry of hooks is not a list; fix it first")
+        _drop_hooks(data)  # a reinstall replaces remem's entries in place of adding twice
+        hooks = data.setdefault("hooks", {})
+        for event, matcher in CLAUDE_EVENTS.items():
+            group: dict[str, Any] = {} if matcher is None else {"matcher": matcher}
+            group["hooks"] = [{"type": "command", "command": hook_command(event, db=db),
+                               "timeout": HOOK_TIMEOUT_S}]
+            hooks.setdefault(event, []).append(group)
+    return change
+
+
+def install(level: Level, root: Path, *, db: str | os.PathLike[str] | None = None) -> list[Change]:
+    """Add the remem MCP server and hooks to Claude Code's settings at ``level``."""
+    mcp_file, settings = paths(level, root)
+    return [
+        Change(mcp_file, edit_json(mcp_file, _add_server(mcp_server_entry(db))),
+               "MCP server 'remem'"),
+        Change(settings, edit_json(settings, _add_hooks(db)),
+               f"hooks: {', '.join(CLAUDE_EVENTS)}"),
+    ]
+
+
+def uninstall(level: Level, root: Path) -> list[Change]:
+    """Remove exactly what :func:`install` added at ``level``."""
+    mcp_file, settings = paths(level, root)
+    return [
+        Change(mcp_file, undo_json(mcp_file, _drop_server), "MCP server 'remem'"),
+        Change(settings, undo_json(settings, _drop_hooks), "remem hooks"),
+    ]
