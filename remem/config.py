@@ -10,7 +10,7 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_valida
 
 from .errors import ConfigError
 
-__all__ = ["Config", "RetrievalConfig", "default_path"]
+__all__ = ["Config", "RetrievalConfig", "ServerConfig", "default_path"]
 
 
 class RetrievalConfig(BaseModel):
@@ -33,6 +33,24 @@ class RetrievalConfig(BaseModel):
     neighbor_seeds: int = Field(10, ge=0, description="strong hits whose adjacent turns are added")
     neighbor_window: int = Field(2, ge=0, description="turns before/after a seed to add")
     diversity: float = Field(0.0, ge=0, le=1, description="MMR trade-off; 0 disables it")
+
+
+class ServerConfig(BaseModel):
+    """Settings of the REST service and its chat proxy (``remem serve``)."""
+
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+    host: str = Field("127.0.0.1", min_length=1, description="address to listen on")
+    port: int = Field(8420, ge=0, le=65535, description="port to listen on (0: any free port)")
+    upstream_base_url: str | None = Field(
+        None, description="OpenAI-compatible endpoint the chat proxy forwards to, "
+        "e.g. http://localhost:11434/v1"
+    )
+    upstream_api_key: str | None = Field(None, repr=False, description="sent to the upstream only")
+    max_body_bytes: int = Field(1_048_576, ge=1024, description="larger request bodies get 413")
+    context_budget_tokens: int = Field(
+        1000, ge=1, description="tokens of memory the chat proxy adds to a conversation"
+    )
 
 
 class Config(BaseModel):
@@ -65,6 +83,7 @@ class Config(BaseModel):
     retrieval: RetrievalConfig = Field(default_factory=RetrievalConfig)
     openai_base_url: str | None = None
     openai_api_key: str | None = Field(None, repr=False)
+    server: ServerConfig = Field(default_factory=ServerConfig)
 
     @field_validator("embedder")
     @classmethod
@@ -90,6 +109,10 @@ class Config(BaseModel):
             if raw not in {"0", "1", "true", "false", "yes", "no"}:
                 raise ConfigError(f"REMEM_EMBED_IN_BACKGROUND={raw!r}: use true or false")
             values["embed_in_background"] = raw in {"1", "true", "yes"}
+        server = {name: env[f"REMEM_SERVER_{name.upper()}"] for name in ServerConfig.model_fields
+                  if f"REMEM_SERVER_{name.upper()}" in env}
+        if server:
+            values["server"] = server
         values.update(overrides)
         try:
             return cls(**values)
