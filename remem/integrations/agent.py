@@ -100,12 +100,33 @@ class AgentMemory:
     def __init__(self, memory: Memory, scope: AgentScope) -> None:
         self.memory = memory
         self.scope = scope
+        self._episode_anchors: dict[str, list[dict[str, Any]]] = {}  # episodes never change
 
     # --- shared pieces ----------------------------------------------------------------
 
+    def anchors(self, item: MemoryItem) -> list[dict[str, Any]]:
+        """The code a memory cites: its own anchors and those of the episodes it came from
+        (the newest one for each file and range)."""
+        cited = {(a["path"], str(a.get("lines"))): a for a in anchors_of(item)}
+        if item.metadata.get("rule") == "remember":
+            for source in sorted(item.sources):  # ids sort by time: the newest wins
+                if source not in self._episode_anchors:
+                    try:
+                        episode = self.memory.get(source, **self.scope.owner())
+                    except NotFoundError:
+                        episode = None
+                    self._episode_anchors[source] = anchors_of(episode) if episode else []
+                for a in self._episode_anchors[source]:
+                    cited[(a["path"], str(a.get("lines")))] = a
+        return list(cited.values())
+
+    def changed(self, item: MemoryItem) -> list[dict[str, Any]]:
+        """The anchors of a memory whose code changed (or is gone) since."""
+        return changed(self.anchors(item), self.scope.root) if self.scope.root is not None else []
+
     def is_stale(self, item: MemoryItem) -> bool:
         """True when a file the memory cites changed since it was written."""
-        return self.scope.root is not None and bool(changed(item, self.scope.root))
+        return bool(self.changed(item))
 
     def line(self, item: MemoryItem) -> str:
         """One memory as one line: ``- [kind] text (id ..., stale?)``."""
@@ -223,7 +244,7 @@ class AgentMemory:
         names = {r.rsplit("/", 1)[-1] for r in rels}
         cited, named = [], []
         for item in self._derived():
-            if any(a["path"] in rels for a in anchors_of(item)):
+            if any(a["path"] in rels for a in self.anchors(item)):
                 cited.append(item)
             elif any(r in item.text for r in rels) or any(_mentions(item.text, n) for n in names):
                 named.append(item)
@@ -297,9 +318,8 @@ class AgentMemory:
         item = self.get(memory_id)
         out = [f"{item.id} [{item.kind}] status={item.status} version={item.version}",
                item.text]
-        root = self.scope.root
-        moved = {a["path"] for a in changed(item, root)} if root else set()
-        for cited in anchors_of(item):
+        moved = {a["path"] for a in self.changed(item)}
+        for cited in self.anchors(item):
             lines = cited.get("lines")
             span = f":{lines[0]}-{lines[1]}" if isinstance(lines, list) and len(lines) == 2 else ""
             state = "changed since (stale?)" if cited["path"] in moved else "unchanged"

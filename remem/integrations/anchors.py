@@ -112,19 +112,22 @@ def anchor(path: str | os.PathLike[str], lines: tuple[int, int] | list[int] | No
     return out
 
 
-def anchors_of(item: MemoryItem) -> list[dict[str, Any]]:
-    """The well-formed anchors a memory cites (malformed entries are ignored)."""
-    raw = item.metadata.get("anchors")
+def anchors_of(item: MemoryItem | dict[str, Any]) -> list[dict[str, Any]]:
+    """The well-formed anchors a memory (or a metadata dict) cites; malformed entries are
+    ignored."""
+    metadata = item if isinstance(item, dict) else item.metadata
+    raw = metadata.get("anchors")
     if not isinstance(raw, list):
         return []
     return [a for a in raw if isinstance(a, dict) and isinstance(a.get("path"), str)
             and isinstance(a.get("sha256"), str)]
 
 
-def changed(item: MemoryItem, root: str | os.PathLike[str]) -> list[dict[str, Any]]:
-    """The anchors of ``item`` whose content is gone or differs from when it was written."""
+def changed(item: MemoryItem | list[dict[str, Any]], root: str | os.PathLike[str]) -> list[dict[str, Any]]:
+    """The anchors of ``item`` (or the anchors given) whose content is gone or differs
+    from when they were taken."""
     out = []
-    for cited in anchors_of(item):
+    for cited in anchors_of(item) if isinstance(item, MemoryItem) else item:
         target = Path(cited["path"])
         target = target if target.is_absolute() else Path(root) / target
         lines = cited.get("lines")
