@@ -10,7 +10,7 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_valida
 
 from .errors import ConfigError
 
-__all__ = ["Config", "RetrievalConfig", "ServerConfig", "default_path"]
+__all__ = ["AgentConfig", "Config", "RetrievalConfig", "ServerConfig", "default_path"]
 
 
 class RetrievalConfig(BaseModel):
@@ -33,6 +33,49 @@ class RetrievalConfig(BaseModel):
     neighbor_seeds: int = Field(10, ge=0, description="strong hits whose adjacent turns are added")
     neighbor_window: int = Field(2, ge=0, description="turns before/after a seed to add")
     diversity: float = Field(0.0, ge=0, le=1, description="MMR trade-off; 0 disables it")
+    weight_graph: float = Field(0.3, ge=0, description="memories linked to the best hits")
+
+
+#: Days after which an unused memory of each kind has half its strength.
+DEFAULT_HALF_LIVES = {
+    "pitfall": 365.0, "convention": 365.0, "preference": 365.0, "profile": 365.0,
+    "project": 270.0, "skill": 365.0, "decision": 180.0, "procedure": 180.0, "files": 90.0,
+    "fact": 120.0, "event": 30.0,
+}
+
+
+class AgentConfig(BaseModel):
+    """Knobs of the memory agent: extraction, merging, the mind map, decay, skills."""
+
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+    extractor: str = Field(
+        "rules", description="'rules' (no model), 'llm' (the OpenAI-compatible chat endpoint "
+        "in llm_base_url) or 'off' (episodes only)"
+    )
+    llm_base_url: str | None = None
+    llm_model: str = "gpt-4o-mini"
+    llm_api_key: str | None = Field(None, repr=False)
+    llm_timeout_s: float = Field(30.0, gt=0)
+    llm_attempts: int = Field(3, ge=1, description="tries per batch before the job fails")
+    context_turns: int = Field(8, ge=0, description="earlier turns of the session shown to "
+                               "the extractor, to pair an error with its fix")
+    merge_similarity: float = Field(0.8, gt=0, le=1, description="word overlap (Jaccard) at "
+                                    "which two memories of one kind and subject are one")
+    topic_max_size: int = Field(24, ge=4, description="a topic larger than this is split")
+    half_life_days: dict[str, float] = Field(default_factory=lambda: dict(DEFAULT_HALF_LIVES))
+    archive_below: float = Field(0.2, ge=0, le=1, description="strength under which a memory "
+                                 "is archived by decay")
+    skill_after: int = Field(3, ge=1, description="successful runs of a procedure that make "
+                             "it a skill candidate")
+    working_memory_size: int = Field(24, ge=1, description="memories kept warm per session")
+
+    @field_validator("extractor")
+    @classmethod
+    def _known_extractor(cls, value: str) -> str:
+        if value not in {"rules", "llm", "off"}:
+            raise ValueError(f"unknown extractor {value!r}; use 'rules', 'llm' or 'off'")
+        return value
 
 
 class ServerConfig(BaseModel):
@@ -81,6 +124,7 @@ class Config(BaseModel):
     busy_timeout_s: float = Field(10.0, gt=0)
     worker_batch: int = Field(32, ge=1, description="passages embedded per worker step")
     retrieval: RetrievalConfig = Field(default_factory=RetrievalConfig)
+    agent: AgentConfig = Field(default_factory=AgentConfig)
     openai_base_url: str | None = None
     openai_api_key: str | None = Field(None, repr=False)
     server: ServerConfig = Field(default_factory=ServerConfig)
@@ -104,6 +148,11 @@ class Config(BaseModel):
         for name in ("embedder", "openai_base_url", "openai_api_key"):
             if f"REMEM_{name.upper()}" in env:
                 values[name] = env[f"REMEM_{name.upper()}"]
+        agent = {name: env[f"REMEM_{name.upper()}"]
+                 for name in ("extractor", "llm_base_url", "llm_model", "llm_api_key")
+                 if f"REMEM_{name.upper()}" in env}
+        if agent:
+            values["agent"] = agent
         if "REMEM_EMBED_IN_BACKGROUND" in env:
             raw = env["REMEM_EMBED_IN_BACKGROUND"].strip().lower()
             if raw not in {"0", "1", "true", "false", "yes", "no"}:

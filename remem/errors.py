@@ -22,6 +22,7 @@ __all__ = [
     "EmbeddingError",
     "ExtractionError",
     "LLMError",
+    "LeaseLostError",
     "NotFoundError",
     "RememError",
     "SchemaVersionError",
@@ -81,6 +82,10 @@ class EmbedderMismatchError(StoreError):
             f"open it with the same embedder, or run `remem reembed` to rebuild its vectors "
             f"with {configured!r}"
         )
+
+
+class LeaseLostError(StoreError):
+    """A background job was taken over by another worker before this one finished it."""
 
 
 class EmbeddingError(RememError):

@@ -25,26 +25,51 @@ from ._inputs import (
 from .config import Config, default_path
 from .embed import Embedder, create_embedder
 from .errors import ClosedError, EmbeddingError, ValidationError
+from .extract.base import Extractor
 from .model import (
     EPISODE_KINDS,
+    KINDS,
     AddResult,
+    Candidate,
     HistoryEntry,
     Hit,
+    JobInfo,
     MemoryItem,
     Page,
+    Scope,
     Stats,
+    TopicNode,
     new_id,
     render_event,
     utcnow,
 )
+from .organize.agent import MemoryAgent, maturity_for, shared_scope
+from .organize.skills import render_skill_md
 from .retrieve import Retriever
-from .schedule import EmbedWorker, wait_for
+from .schedule import Worker, decay_handler, extract_handler, wait_for
 from .store import Filters, NewMemory, SQLiteStore
 from .text import split_passages
 
 __all__ = ["AsyncMemory", "Memory"]
 
 _GENERIC_ROLES = {"user", "assistant", "system", "tool", None}
+_VERDICTS = ("helpful", "wrong", "stale")
+#: What the core block of a context holds, in this order.
+CORE_KINDS = ("profile", "preference", "convention", "project", "pitfall", "skill")
+_MATURITY_ORDER = {"canonical": 0, "confirmed": 1, "candidate": 2}
+
+
+def create_extractor(config: Config) -> Extractor | None:
+    """The extractor the configuration names (None when extraction is off)."""
+    if config.agent.extractor == "off":
+        return None
+    if config.agent.extractor == "llm":
+        from .extract.factory import create_extractor as create_llm
+
+        return create_llm(config.agent)
+    from .extract.rules import RulesExtractor
+
+    return RulesExtractor()
 
 
 def _kinds(kinds: str | Sequence[str] | None) -> tuple[str, ...] | None:
@@ -52,6 +77,11 @@ def _kinds(kinds: str | Sequence[str] | None) -> tuple[str, ...] | None:
     if kinds is None:
         return None
     return (kinds,) if isinstance(kinds, str) else tuple(kinds)
+
+
+def shared_scope_of(scope: Scope) -> Scope:
+    """The scope of derived memories: the same walls, across sessions."""
+    return scope.model_copy(update={"session_id": None})
 
 
 def _close_at_exit(ref: weakref.ReferenceType[Memory]) -> None:
@@ -83,11 +113,18 @@ class Memory:
         self.store = SQLiteStore(self.path, dim=self.embedder.dim, embedder=self.embedder.name,
                                  busy_timeout_s=self.config.busy_timeout_s, reembed=reembed)
         self.retriever = Retriever(self.store, self.embedder, self.config.retrieval)
-        self.worker = EmbedWorker(self.store, self.embedder, batch=self.config.worker_batch)
+        self.extractor = create_extractor(self.config)
+        self.agent = MemoryAgent(self.store, self.embedder, self.config.agent,
+                                 chunk_tokens=self.config.chunk_tokens)
+        self.worker = Worker(self.store, self.embedder, batch=self.config.worker_batch, handlers={
+            "extract": extract_handler(self.store, self.extractor, self.agent),
+            "decay": decay_handler(self.store, self.config.agent),
+        })
         self._pending: set[str] = set()
         self._closed = False
         atexit.register(_close_at_exit, weakref.ref(self))
-        left_over = self.store.queued("embed")  # by an earlier process, or by reembed
+        # by an earlier process, or by reembed
+        left_over = self.store.queued("embed") + self.store.queued("extract")
         if reembed:
             self._pending.update(left_over)
         if left_over and self.config.run_worker:
@@ -127,19 +164,33 @@ class Memory:
 
     # --- writing ----------------------------------------------------------------------
 
-    def _queue(self, items: list[NewMemory]) -> AddResult:
-        job_id = new_id("j_")
-        self.store.insert(items, job_id)
-        if self.config.embed_in_background:
-            self._pending.add(job_id)
+    def _queue(self, items: list[NewMemory], known: dict[int, str] | None = None) -> AddResult:
+        """Insert new episodes with their embed and extract jobs, in one transaction.
+        ``known`` maps positions of messages already stored to their episode ids."""
+        known = known or {}
+        job_ids = []
+        if items:
+            embed_id = new_id("j_")
+            job_ids.append(embed_id)
+            with self.store.write() as conn:
+                self.store.insert(items, embed_id)
+                if self.extractor is not None:
+                    extract_id = new_id("j_")
+                    self.store.enqueue("extract", {"episodes": [i.id for i in items]},
+                                       job_id=extract_id, conn=conn)
+                    job_ids.append(extract_id)
+        if job_ids and self.config.embed_in_background:
+            self._pending.update(job_ids)
             if self.config.run_worker:
                 self.worker.wake()
-        else:
-            _, failed = wait_for(self.store, self.worker, {job_id}, None)
+        elif job_ids:
+            _, failed = wait_for(self.store, self.worker, set(job_ids), None)
             if failed:
                 raise EmbeddingError(f"the episodes {[i.id for i in items]} were stored but "
-                                     "could not be embedded; see `remem stats` for the failed job")
-        return AddResult(episode_ids=[i.id for i in items], job_ids=[job_id])
+                                     "their background work failed; see `remem jobs`")
+        fresh = iter(items)
+        ids = [known[n] if n in known else next(fresh).id for n in range(len(items) + len(known))]
+        return AddResult(episode_ids=ids, job_ids=job_ids)
 
     def _passages(self, text: str, speaker: str | None) -> list[str]:
         parts = split_passages(text, self.config.chunk_tokens)
@@ -167,15 +218,20 @@ class Memory:
             check_metadata(metadata, "metadata")
         default_time = parse_time(timestamp, "timestamp")
         now = time.time()
-        items = []
-        for role, text, meta, when in parse_messages(messages, self.config.max_text_chars):
+        items, known = [], {}
+        for n, (role, text, meta, when) in enumerate(parse_messages(messages, self.config.max_text_chars)):
+            event_time = when if when is not None else (now if default_time is None else default_time)
+            # the same turn added again (a replayed conversation) is the same episode
+            same = self.store.same_episode(scope, role, text, event_time)
+            if same is not None:
+                known[n] = same
+                continue
             items.append(NewMemory(
                 id=new_id("e_"), kind="episode", text=text, raw=True, scope=scope, role=role,
-                metadata={**(metadata or {}), **meta}, observed_at=now,
-                event_time=when if when is not None else (now if default_time is None else default_time),
+                metadata={**(metadata or {}), **meta}, observed_at=now, event_time=event_time,
                 passages=self._passages(text, role),
             ))
-        return self._queue(items)
+        return self._queue(items, known)
 
     def add_events(self, events: Sequence[dict[str, Any]] | dict[str, Any], *,
                    user_id: str | None = None, agent_id: str | None = None,
@@ -316,6 +372,151 @@ class Memory:
         self._check_open()
         scope = parse_scope(org_id=org_id, user_id=user_id, agent_id=agent_id, project=project)
         return self.store.history(memory_id, scope)
+
+    # --- the memory agent -------------------------------------------------------------
+
+    def remember(self, text: str, *, kind: str = "fact", subject: str | None = None,
+                 org_id: str | None = None, user_id: str | None = None,
+                 agent_id: str | None = None, project: str | None = None,
+                 session_id: str | None = None, role: str = "user", pinned: bool = False,
+                 metadata: dict[str, Any] | None = None) -> MemoryItem:
+        """Propose a memory directly (an agent's "remember this"); returns the memory it
+        became: a new one, an existing one it merged into, or one that supersedes an old
+        one. The text is also kept verbatim as an episode, its source."""
+        self._check_open()
+        scope = parse_scope(org_id=org_id, user_id=user_id, agent_id=agent_id, project=project,
+                            session_id=session_id)
+        body = clean_text(text, "text", self.config.max_text_chars)
+        if kind not in KINDS:
+            raise ValidationError("kind", f"{kind!r} is not a kind of memory; use one of {', '.join(KINDS)}")
+        check_label(subject, "subject")
+        check_label(role, "role")
+        meta = check_metadata(metadata or {}, "metadata")
+        now = time.time()
+        episode = NewMemory(id=new_id("e_"), kind="episode", text=body, raw=True, scope=scope,
+                            role=role, metadata=meta, observed_at=now, event_time=now,
+                            passages=self._passages(body, role))
+        cand = Candidate(kind=kind, text=body, subject=subject or (
+            "project" if kind in ("project", "convention", "pitfall", "files") else "user"),
+            source_ids=[episode.id], rule="remember", confidence=0.9)
+        prepared = self.agent.prepare([(shared_scope_of(scope), cand, body)])
+        embed_id = new_id("j_")
+        with self.store.write():
+            self.store.insert([episode], embed_id)
+            _, memory_id = self.agent.absorb(cand, shared_scope_of(scope), evidence=body,
+                                             vector=prepared.vectors.get(body),
+                                             session_id=scope.session_id)
+            if pinned:
+                self.store.set_fields(memory_id, None, action="pinned", reason="pinned when remembered",
+                                      pinned=True)
+        self._pending.add(embed_id)
+        if self.config.run_worker:
+            self.worker.wake()
+        return self.store.items_by_id([memory_id])[0]
+
+    def feedback(self, memory_id: str, verdict: str, note: str | None = None, *,
+                 org_id: str | None = None, user_id: str | None = None,
+                 project: str | None = None, agent_id: str | None = None) -> MemoryItem:
+        """Tell the memory agent how a memory did: ``helpful`` strengthens and matures it,
+        ``wrong`` forgets it, ``stale`` archives it. Kept in its history with the note."""
+        self._check_open()
+        scope = parse_scope(org_id=org_id, user_id=user_id, agent_id=agent_id, project=project)
+        if verdict not in _VERDICTS:
+            raise ValidationError("verdict", f"{verdict!r} is not a verdict; use helpful, wrong or stale")
+        if note is not None:
+            note = clean_text(note, "note", 2000)
+        item = self.store.get(memory_id, scope)
+        meta = dict(item.metadata)
+        meta[verdict] = int(meta.get(verdict, 0)) + 1
+        reason = f"feedback: {verdict}" + (f" ({note})" if note else "")
+        if verdict == "helpful":
+            maturity = min(item.maturity, maturity_for(len(meta.get("sessions", [])) or 1,
+                                                       meta["helpful"]),
+                           key=list(_MATURITY_ORDER).index)
+            self.store.touch([item.id])
+            self.store.set_fields(item.id, scope, action="feedback", reason=reason,
+                                  maturity=maturity, metadata=meta)
+        elif verdict == "wrong":
+            self.store.set_fields(item.id, scope, action="forgotten", reason=reason,
+                                  status="forgotten", metadata=meta)
+        else:
+            self.store.set_fields(item.id, scope, action="archived", reason=reason,
+                                  status="archived", metadata={**meta, "stale": True})
+        return self.store.get(memory_id, scope)
+
+    def tree(self, *, org_id: str | None = None, user_id: str | None = None,
+             agent_id: str | None = None, project: str | None = None) -> TopicNode:
+        """The mind map of a scope: topics, subtopics and the memories under them."""
+        self._check_open()
+        scope = parse_scope(org_id=org_id, user_id=user_id, agent_id=agent_id, project=project)
+        return self.agent.mindmap.tree(scope)
+
+    def skills(self, *, org_id: str | None = None, user_id: str | None = None,
+               agent_id: str | None = None, project: str | None = None,
+               status: str | None = None) -> builtins.list[MemoryItem]:
+        """Skill candidates and approved skills of a scope (``status`` "candidate" or
+        "approved" narrows it); an approved skill's SKILL.md is in ``metadata["skill_md"]``."""
+        self._check_open()
+        if status not in (None, "candidate", "approved"):
+            raise ValidationError("status", f"{status!r}: use candidate or approved")
+        scope = parse_scope(org_id=org_id, user_id=user_id, agent_id=agent_id, project=project)
+        found = self.store.derived(scope, ["skill"], limit=1000)
+        return [s for s in found if status is None or s.metadata.get("skill_status") == status]
+
+    def approve_skill(self, memory_id: str, *, org_id: str | None = None,
+                      user_id: str | None = None, agent_id: str | None = None,
+                      project: str | None = None) -> MemoryItem:
+        """Approve a skill candidate: it becomes canonical and gets its SKILL.md."""
+        self._check_open()
+        scope = parse_scope(org_id=org_id, user_id=user_id, agent_id=agent_id, project=project)
+        skill = self.store.get(memory_id, scope)
+        if skill.kind != "skill":
+            raise ValidationError("id", f"{memory_id} is a {skill.kind} memory, not a skill; "
+                                  "see `remem skills` for the candidates")
+        programs = {str(step).split()[0] for step in skill.metadata.get("steps", []) if str(step).split()}
+        pitfalls = [p for p in self.store.derived(shared_scope(skill), ["pitfall"], limit=500)
+                    if programs & {e.lower() for e in p.metadata.get("entities", [])}]
+        md = render_skill_md(skill, pitfalls)
+        self.store.set_fields(skill.id, scope, action="approved", reason="skill approved",
+                              maturity="canonical",
+                              metadata={**skill.metadata, "skill_status": "approved", "skill_md": md})
+        return self.store.get(memory_id, scope)
+
+    def decay(self, *, now: str | datetime | None = None) -> builtins.list[str]:
+        """Archive the memories whose strength fell under the threshold (pinned ones
+        never); returns their ids. Runs nightly as a job; this runs it now."""
+        self._check_open()
+        from .organize.strength import decay
+
+        at = parse_time(now, "now")
+        with self.store.write():
+            return decay(self.store, self.config.agent, at)
+
+    # --- jobs -------------------------------------------------------------------------
+
+    def jobs(self, *, state: str | None = None, kind: str | None = None,
+             limit: int = 50) -> builtins.list[JobInfo]:
+        """Background jobs, newest first: what is queued, running, done or failed, and why."""
+        self._check_open()
+        if state not in (None, "queued", "running", "done", "failed", "cancelled"):
+            raise ValidationError("state", f"{state!r}: use queued, running, done, failed or cancelled")
+        if not isinstance(limit, int) or not 1 <= limit <= 1000:
+            raise ValidationError("limit", f"expected an integer from 1 to 1000, got {limit!r}")
+        return self.store.jobs(state=state, kind=kind, limit=limit)
+
+    def retry_job(self, job_id: str) -> JobInfo:
+        """Queue a failed (or cancelled) job again."""
+        self._check_open()
+        job = self.store.retry_job(job_id)
+        self._pending.add(job_id)
+        if self.config.run_worker:
+            self.worker.wake()
+        return job
+
+    def cancel_job(self, job_id: str) -> JobInfo:
+        """Cancel a queued or failed job."""
+        self._check_open()
+        return self.store.cancel_job(job_id)
 
     def export(self, *, org_id: str | None = None, user_id: str | None = None,
                agent_id: str | None = None, project: str | None = None,

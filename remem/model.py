@@ -12,10 +12,15 @@ from pydantic import BaseModel, ConfigDict, Field
 __all__ = [
     "AddResult",
     "AgentEvent",
+    "Candidate",
+    "KINDS",
     "ErrorEvent",
     "FileEdit",
     "Hit",
     "HistoryEntry",
+    "JobInfo",
+    "Context",
+    "TopicNode",
     "MemoryItem",
     "Page",
     "Scope",
@@ -160,6 +165,92 @@ class Stats(BaseModel):
     embedder: str
     schema_version: int
     size_bytes: int
+
+
+#: The kinds of memory an extractor may propose.
+KINDS = ("preference", "profile", "project", "convention", "pitfall", "procedure", "skill",
+         "files", "decision", "fact", "event")
+Kind = Literal["preference", "profile", "project", "convention", "pitfall", "procedure",
+               "skill", "files", "decision", "fact", "event"]
+
+
+class Candidate(BaseModel):
+    """A memory an extractor proposes, with where it came from and why.
+
+    ``text`` is short and in the language it was said in. ``subject`` is who or what it
+    is about: the speaker's name for what a named speaker says about themselves, ``"user"``
+    for the generic user role, the project (or ``"project"``, ``"environment"``) for facts
+    about the work. ``rule`` names what produced it, for explanations.
+    """
+
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+    kind: Kind
+    text: str = Field(min_length=1)
+    subject: str
+    entities: list[str] = Field(default_factory=list)
+    tags: list[str] = Field(default_factory=list)
+    event_time: datetime | None = None
+    observed_at: datetime | None = None
+    confidence: float = Field(default=0.5, ge=0.0, le=1.0)
+    source_ids: list[str] = Field(default_factory=list)
+    rule: str
+
+
+class JobInfo(BaseModel):
+    """A background job as ``remem jobs`` shows it."""
+
+    model_config = ConfigDict(frozen=True)
+
+    id: str
+    kind: str
+    state: str = Field(description="queued, running, done, failed or cancelled")
+    priority: int
+    attempts: int
+    max_attempts: int
+    run_after: datetime
+    last_error: str | None
+    result: dict[str, Any] | None = None
+    created_at: datetime
+    updated_at: datetime
+
+
+class Context(BaseModel):
+    """A ready context block for a model: the text and the memories in it.
+
+    ``text`` holds the core block (profile, preferences, conventions, pitfalls: stable
+    order, so prompt caches hit), then the session's working memory, then what the query
+    found that neither had.
+    """
+
+    model_config = ConfigDict(frozen=True)
+
+    text: str
+    memories: list[MemoryItem]
+    tokens: int
+    core_tokens: int = Field(description="tokens of the stable core block at the start of text")
+    sections: dict[str, list[str]] = Field(description="section -> memory ids, in order")
+
+
+class TopicNode(BaseModel):
+    """A node of the memory mind map: a topic with its subtopics and memories."""
+
+    model_config = ConfigDict(frozen=True)
+
+    id: int | None
+    label: str
+    keywords: list[str] = Field(default_factory=list)
+    size: int = 0
+    children: list[TopicNode] = Field(default_factory=list)
+    memories: list[MemoryItem] = Field(default_factory=list)
+
+    def render(self, indent: int = 0) -> str:
+        """The tree as indented text, one line per topic and memory."""
+        pad = "  " * indent
+        lines = [f"{pad}{self.label} ({self.size})"]
+        lines += [f"{pad}  - [{m.kind}] {m.text}" for m in self.memories]
+        lines += [c.render(indent + 1) for c in self.children]
+        return "\n".join(lines)
 
 
 class Page(list):  # type: ignore[type-arg]

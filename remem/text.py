@@ -78,3 +78,15 @@ def split_passages(text: str, max_tokens: int) -> list[str]:
     if current:
         passages.append(current)
     return passages
+
+
+#: English function words: no evidence of what a text is about.
+STOPWORDS = frozenset(
+    "a an the and or but so of in on at to for with by as from into onto about over under "
+    "i me my mine myself we us our ours you your yours he him his she her it its they them "
+    "is am are was were be been being do does did doing have has had having will would "
+    "shall should can could may might must not no nor don't doesn't didn't won't can't "
+    "that this these those there here what which who whom whose when where why how "
+    "all any both each few more most other some such only own same than too very just "
+    "also then now again once if because while until s t d ll m re ve".split()
+)

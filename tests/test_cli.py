@@ -16,6 +16,9 @@ from typer.testing import CliRunner, Result
 from remem import Memory
 from remem.cli import app
 
+# these tests are about the commands over episodes: the memory agent stays off
+pytestmark = pytest.mark.usefixtures("episodes_only")
+
 runner = CliRunner()
 
 

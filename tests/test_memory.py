@@ -19,8 +19,13 @@ from remem import (
     NotFoundError,
     ValidationError,
 )
+from remem.config import AgentConfig
 from remem.model import Scope
 from remem.store import NewMemory
+
+# these tests are about episodes: the memory agent stays off
+pytestmark = pytest.mark.usefixtures("episodes_only")
+EPISODES_ONLY = AgentConfig(extractor="off")
 
 MAY_8 = datetime(2023, 5, 8, 13, 56, tzinfo=timezone.utc)
 
@@ -433,7 +438,7 @@ def test_context_manager_closes_and_keeps_the_data(db_path: Path, e5: object) ->
 def test_embedding_inline_when_background_is_off(open_memory: Callable[..., Memory]) -> None:
     from remem import Config
 
-    m = open_memory(config=Config(embed_in_background=False))
+    m = open_memory(config=Config(embed_in_background=False, agent=EPISODES_ONLY))
     m.add("we deploy with make ship", user_id="alice")
     stats = m.stats()
     assert stats.vectors == stats.passages == 1
@@ -556,7 +561,7 @@ def test_a_removed_turn_leaves_no_words_in_its_neighbours(hash_mem: Memory, remo
 
 
 def test_an_in_memory_store_is_shared_by_the_worker_and_other_threads() -> None:
-    with Memory(":memory:", config=Config(embedder="hash")) as m:
+    with Memory(":memory:", config=Config(embedder="hash", agent=EPISODES_ONLY)) as m:
         episode = m.add("we deploy with make ship", user_id="alice").episode_ids[0]
         assert m.flush(timeout=30)  # the worker thread embedded it in the same database
         assert m.stats().vectors == 1
@@ -573,7 +578,7 @@ def test_flush_reports_embedding_that_failed_for_good(open_memory: Callable[...,
 
         embed_passages = embed_queries
 
-    m = open_memory(embedder=Broken(), config=Config(run_worker=False))
+    m = open_memory(embedder=Broken(), config=Config(run_worker=False, agent=EPISODES_ONLY))
     episode = m.add("we deploy with make ship", user_id="alice").episode_ids[0]
     with m.store.write() as conn:  # no waiting for the retry backoff in a test
         conn.execute("UPDATE jobs SET max_attempts = 1")

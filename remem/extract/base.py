@@ -21,8 +21,18 @@ from typing import Any, Literal, Protocol
 
 from pydantic import BaseModel, ConfigDict, Field, TypeAdapter
 
-from ..model import AgentEvent, ErrorEvent, FileEdit, MemoryItem, TaskEnd, TaskStart, ToolCall
-from ..text import words
+from ..model import (
+    KINDS,
+    AgentEvent,
+    Candidate,
+    ErrorEvent,
+    FileEdit,
+    MemoryItem,
+    TaskEnd,
+    TaskStart,
+    ToolCall,
+)
+from ..text import STOPWORDS, words
 
 __all__ = [
     "KINDS",
@@ -38,11 +48,6 @@ __all__ = [
 
 logger = logging.getLogger(__name__)
 
-#: The kinds of memory an extractor may propose.
-KINDS = ("preference", "profile", "project", "convention", "pitfall", "procedure", "skill",
-         "files", "decision", "fact", "event")
-Kind = Literal["preference", "profile", "project", "convention", "pitfall", "procedure",
-               "skill", "files", "decision", "fact", "event"]
 Event = ToolCall | FileEdit | ErrorEvent | TaskStart | TaskEnd
 
 #: Roles that mean "the person using the agent", whose name we do not know.
@@ -51,29 +56,6 @@ USER_ROLES = frozenset({"user", "human", "me", "customer"})
 AGENT_ROLES = frozenset({"assistant", "ai", "agent", "bot", "model", "system", "tool"})
 
 _EVENT = TypeAdapter(AgentEvent)
-
-
-class Candidate(BaseModel):
-    """A memory an extractor proposes, with where it came from and why.
-
-    ``text`` is short and in the language it was said in. ``subject`` is who or what it
-    is about: the speaker's name for what a named speaker says about themselves, ``"user"``
-    for the generic user role, the project (or ``"project"``, ``"environment"``) for facts
-    about the work. ``rule`` names what produced it, for explanations.
-    """
-
-    model_config = ConfigDict(frozen=True, extra="forbid")
-
-    kind: Kind
-    text: str = Field(min_length=1)
-    subject: str
-    entities: list[str] = Field(default_factory=list)
-    tags: list[str] = Field(default_factory=list)
-    event_time: datetime | None = None
-    observed_at: datetime | None = None
-    confidence: float = Field(default=0.5, ge=0.0, le=1.0)
-    source_ids: list[str] = Field(default_factory=list)
-    rule: str
 
 
 @dataclass(frozen=True)
@@ -158,15 +140,6 @@ TEMPLATE_TEXT = (
     "fixed by running first after before project environment retry retried error fix "
     "their them they household "
     "用户 相关的文件 结果 先运行 然后 运行 决定 时出错 改用 可以 用 失败 报错 再 修复"
-)
-STOPWORDS = frozenset(
-    "a an the and or but so of in on at to for with by as from into onto about over under "
-    "i me my mine myself we us our ours you your yours he him his she her it its they them "
-    "is am are was were be been being do does did doing have has had having will would "
-    "shall should can could may might must not no nor don't doesn't didn't won't can't "
-    "that this these those there here what which who whom whose when where why how "
-    "all any both each few more most other some such only own same than too very just "
-    "also then now again once if because while until s t d ll m re ve".split()
 )
 _TEMPLATE = frozenset(words(TEMPLATE_TEXT))
 # Dates an extractor wrote in place of "yesterday" or "上周": checked through event_time.

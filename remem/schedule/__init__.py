@@ -1,5 +1,6 @@
-"""Background work: the job worker and waiting for it."""
+"""Background work: durable jobs, the worker that runs them, and waiting for them."""
 
-from .worker import EmbedWorker, wait_for
+from .jobs import decay_handler, extract_handler
+from .worker import Handler, Worker, wait_for
 
-__all__ = ["EmbedWorker", "wait_for"]
+__all__ = ["Handler", "Worker", "decay_handler", "extract_handler", "wait_for"]

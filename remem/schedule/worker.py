@@ -1,39 +1,55 @@
-"""The background worker: runs queued embedding jobs in a thread of the library."""
+"""The background worker: runs queued jobs (embed, extract, decay, prefetch) in a thread.
+
+Jobs live in the store, in the same transaction as the data they concern. A worker
+claims a batch of one kind with a lease, runs it, and marks it done in the transaction
+that writes its results; a failure queues it again with backoff, and after its last
+attempt it stays ``failed`` and visible (``remem jobs``). A crashed worker's lease runs
+out and another worker takes the job over; a job whose lease was lost is rolled back
+rather than finished twice.
+"""
 
 from __future__ import annotations
 
 import logging
 import threading
 import time
+from collections.abc import Callable
 
 from ..embed import Embedder
 from ..errors import EmbeddingError
-from ..store.base import Job, Store
+from ..store.base import Job
+from ..store.sqlite import SQLiteStore
 
-__all__ = ["EmbedWorker"]
+__all__ = ["Handler", "Worker", "wait_for"]
 
 log = logging.getLogger(__name__)
 
+#: Runs one claimed job of a kind and records its result; raises to fail it.
+Handler = Callable[[Job], None]
 
-class EmbedWorker:
-    """Embeds the passages of queued ``embed`` jobs and stores their vectors.
+
+class Worker:
+    """Runs the store's queued jobs: ``embed`` built in, other kinds by ``handlers``.
 
     ``run_once`` does one step and can be called inline; ``start`` runs steps in a
     daemon thread until ``stop``. Several workers, in several processes, can share one
-    store: a job is leased when claimed and a crashed worker's lease runs out.
+    store.
     """
 
-    def __init__(self, store: Store, embedder: Embedder, *, batch: int = 32,
-                 lease_s: float = 60.0) -> None:
+    def __init__(self, store: SQLiteStore, embedder: Embedder, *, batch: int = 32,
+                 lease_s: float = 60.0, handlers: dict[str, Handler] | None = None) -> None:
         self.store = store
         self.embedder = embedder
         self.batch = batch
         self.lease_s = lease_s
+        self.handlers: dict[str, Handler] = dict(handlers or {})
         self._wake = threading.Event()
         self._stop = threading.Event()
         self._thread: threading.Thread | None = None
         self._start_lock = threading.Lock()
         self.idle = threading.Condition()
+
+    # --- embedding --------------------------------------------------------------------
 
     def _embed(self, jobs: list[Job]) -> bool:
         """Embed the jobs' passages chunk by chunk; False if asked to stop half way."""
@@ -54,8 +70,7 @@ class EmbedWorker:
             self.store.put_vectors([], jobs)
         return True
 
-    def run_once(self) -> int:
-        """Claim and run a batch of embed jobs; return how many jobs were handled."""
+    def _run_embed(self) -> int:
         jobs = self.store.claim_jobs("embed", self.batch, self.lease_s)
         if not jobs:
             return 0
@@ -67,6 +82,30 @@ class EmbedWorker:
             for job in jobs:
                 self.store.fail_job(job, f"{type(exc).__name__}: {exc}", retry_in=2.0 ** job.attempts)
         return len(jobs)
+
+    # --- other kinds ------------------------------------------------------------------
+
+    def _run_kind(self, kind: str, handler: Handler) -> int:
+        jobs = self.store.claim_jobs(kind, 8, self.lease_s)
+        for job in jobs:
+            if self._stop.is_set():
+                self.store.release_jobs([job])
+                continue
+            try:
+                handler(job)
+            except Exception as exc:  # retried with backoff, then failed and visible
+                log.warning("%s job %s failed (attempt %d): %s", kind, job.id, job.attempts, exc)
+                self.store.fail_job(job, f"{type(exc).__name__}: {exc}", retry_in=2.0 ** job.attempts)
+        return len(jobs)
+
+    def run_once(self) -> int:
+        """Claim and run one batch of each kind of job; return how many jobs were handled."""
+        done = self._run_embed()
+        for kind, handler in self.handlers.items():
+            done += self._run_kind(kind, handler)
+        return done
+
+    # --- the thread -------------------------------------------------------------------
 
     def start(self) -> None:
         """Start the thread if it is not running."""
@@ -83,13 +122,18 @@ class EmbedWorker:
         self._wake.set()
 
     def stop(self, timeout: float | None = None) -> None:
-        """Finish the current chunk of work and stop the thread."""
+        """Finish the current step and stop the thread."""
         self._stop.set()
         self._wake.set()
         if self._thread is not None:
             self._thread.join(timeout)
 
-    def _loop(self) -> None:
+    def run_forever(self, poll_s: float = 1.0) -> None:
+        """Run jobs in this thread until ``stop`` (for ``remem worker``)."""
+        self._stop.clear()
+        self._loop(poll_s)
+
+    def _loop(self, poll_s: float = 1.0) -> None:
         while not self._stop.is_set():
             try:
                 done = self.run_once()
@@ -99,7 +143,7 @@ class EmbedWorker:
             with self.idle:
                 self.idle.notify_all()
             if not done:
-                self._wake.wait(1.0)
+                self._wake.wait(poll_s)
                 self._wake.clear()
         with self.idle:
             self.idle.notify_all()
@@ -109,7 +153,7 @@ class EmbedWorker:
         return self._thread is not None and self._thread.is_alive()
 
 
-def wait_for(store: Store, worker: EmbedWorker, job_ids: set[str],
+def wait_for(store: SQLiteStore, worker: Worker, job_ids: set[str],
              timeout: float | None) -> tuple[set[str], set[str]]:
     """Block until none of ``job_ids`` is queued or running; return the ids still pending
     (at the timeout) and those that failed for good."""

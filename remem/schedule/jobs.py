@@ -1,0 +1,71 @@
+"""The kinds of background job besides embedding, as worker handlers.
+
+- ``extract``: the extractor reads new episodes (with the turns just before them in their
+  session, so an error can meet its fix) and the memory agent writes what they mean, in
+  one transaction with the job's completion.
+- ``decay``: archive memories whose strength fell under the threshold.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Any
+
+from ..config import AgentConfig
+from ..extract.base import EpisodeIn, Extractor, extract_checked
+from ..model import Candidate, MemoryItem, Scope
+from ..organize.agent import MemoryAgent, shared_scope
+from ..organize.strength import decay
+from ..store.base import Job
+from ..store.sqlite import SQLiteStore
+from .worker import Handler
+
+__all__ = ["candidates", "decay_handler", "extract_handler"]
+
+
+def candidates(store: SQLiteStore, extractor: Extractor | None, episode_ids: Sequence[str],
+               context_turns: int) -> list[tuple[Scope, Candidate, str]]:
+    """The grounded candidates of these episodes, each with the scope its memory belongs
+    to and the text of the turns it came from. Reads only."""
+    if extractor is None:
+        return []
+    batch = [i for i in store.items_by_id(episode_ids) if i.is_episode and i.status == "active"]
+    groups: dict[tuple[Any, ...], list[MemoryItem]] = {}
+    for item in batch:
+        groups.setdefault((item.org_id, item.user_id, item.agent_id, item.project, item.session_id),
+                          []).append(item)
+    out = []
+    for group in groups.values():
+        context = store.session_before(group[0], context_turns)
+        fresh = {i.id for i in group}
+        episodes = [EpisodeIn.from_item(i) for i in [*context, *group]]
+        texts = {e.id: e.text for e in episodes}
+        for cand in extract_checked(extractor, episodes).candidates:
+            if fresh & set(cand.source_ids):  # what the context alone says was handled before
+                evidence = " ".join(texts.get(s, "") for s in cand.source_ids)
+                out.append((shared_scope(group[0]), cand, evidence))
+    return out
+
+
+def extract_handler(store: SQLiteStore, extractor: Extractor | None, agent: MemoryAgent) -> Handler:
+    """Runs ``extract`` jobs: ``{"episodes": [ids]}``."""
+
+    def run(job: Job) -> None:
+        ids = [str(i) for i in job.payload.get("episodes", [])]
+        # the extractor (maybe an LLM) and the embedder are slow: outside the transaction
+        prepared = agent.prepare(candidates(store, extractor, ids, agent.config.context_turns))
+        with store.write():
+            store.finish_job(job, agent.apply(prepared, ids))
+
+    return run
+
+
+def decay_handler(store: SQLiteStore, config: AgentConfig) -> Handler:
+    """Runs ``decay`` jobs: ``{"now": epoch seconds}`` (optional)."""
+
+    def run(job: Job) -> None:
+        with store.write():
+            archived = decay(store, config, job.payload.get("now"))
+            store.finish_job(job, {"archived": len(archived)})
+
+    return run

@@ -1,0 +1,461 @@
+"""The memory agent's part of the SQLite store: derived memories, merges, supersession,
+edges, entities, the mind map, strength, feedback, working memory and job control.
+
+:class:`DerivedOps` is mixed into :class:`~remem.store.sqlite.SQLiteStore`; every write
+is one transaction, and every method that takes a scope stays inside it.
+"""
+
+from __future__ import annotations
+
+import json
+import sqlite3
+import time
+from collections.abc import Iterator, Sequence
+from typing import Any
+
+from ..errors import LeaseLostError, NotFoundError, ValidationError
+from ..model import JobInfo, MemoryItem, Scope
+from .base import Job
+
+__all__ = ["DerivedOps", "TopicRow"]
+
+_JOB_COLUMNS = ("id, kind, state, priority, attempts, max_attempts, run_after, last_error, "
+                "payload, created_at, updated_at")
+
+
+def _scope_where(scope: Scope, alias: str = "m") -> tuple[str, list[Any]]:
+    """The scope wall for memories shared across sessions: session_id does not narrow."""
+    clauses = [f"{alias}.org_id = ?"]
+    params: list[Any] = [scope.org_id]
+    for name in ("user_id", "agent_id", "project"):
+        value = getattr(scope, name)
+        if value is not None:
+            clauses.append(f"{alias}.{name} = ?")
+            params.append(value)
+    return " AND ".join(clauses), params
+
+
+class TopicRow:
+    """One node of the mind map as stored: label, keyword counts, size, parent."""
+
+    __slots__ = ("rowid", "parent", "label", "keywords", "size")
+
+    def __init__(self, rowid: int, parent: int | None, label: str, keywords: dict[str, int],
+                 size: int) -> None:
+        self.rowid = rowid
+        self.parent = parent
+        self.label = label
+        self.keywords = keywords
+        self.size = size
+
+
+class DerivedOps:
+    """Queries and writes of the memory agent (mixed into SQLiteStore)."""
+
+    # provided by SQLiteStore
+    conn: sqlite3.Connection
+    write: Any
+    _items: Any
+    put_vectors: Any
+
+    def _columns(self) -> str:
+        from .sqlite import _COLUMNS
+
+        return _COLUMNS
+
+    # --- reading what the agent works on ------------------------------------------------
+
+    def items_by_id(self, ids: Sequence[str]) -> list[MemoryItem]:
+        """Memories by id, in rowid order, whatever their scope (for background jobs)."""
+        if not ids:
+            return []
+        marks = ",".join("?" * len(ids))
+        rows = self.conn.execute(
+            f"SELECT {self._columns()} FROM memories m WHERE m.id IN ({marks}) ORDER BY m.rowid",
+            list(ids)).fetchall()
+        return list(self._items(rows))
+
+    def rowids(self, ids: Sequence[str]) -> dict[str, int]:
+        if not ids:
+            return {}
+        marks = ",".join("?" * len(ids))
+        return dict(self.conn.execute(
+            f"SELECT id, rowid FROM memories WHERE id IN ({marks})", list(ids)).fetchall())
+
+    def session_before(self, item: MemoryItem, limit: int) -> list[MemoryItem]:
+        """Up to ``limit`` active episodes of the same session just before ``item``."""
+        if item.session_id is None or limit <= 0:
+            return []
+        rows = self.conn.execute(
+            f"SELECT {self._columns()} FROM memories m WHERE m.org_id = ? AND m.session_id = ? "
+            f"AND m.user_id IS ? AND m.project IS ? AND m.raw = 1 AND m.status = 'active' "
+            f"AND m.rowid < (SELECT rowid FROM memories WHERE id = ?) "
+            f"ORDER BY m.rowid DESC LIMIT ?",
+            (item.org_id, item.session_id, item.user_id, item.project, item.id, limit)).fetchall()
+        return list(reversed(self._items(rows)))
+
+    def same_episode(self, scope: Scope, role: str | None, text: str,
+                     event_time: float | None) -> str | None:
+        """The id of an episode with this speaker, text and time in this session, if any."""
+        if scope.session_id is None or event_time is None:
+            return None
+        row = self.conn.execute(
+            "SELECT id FROM memories WHERE org_id = ? AND session_id = ? AND user_id IS ? "
+            "AND agent_id IS ? AND project IS ? AND raw = 1 AND role IS ? AND event_time = ? "
+            "AND text = ? LIMIT 1",
+            (scope.org_id, scope.session_id, scope.user_id, scope.agent_id, scope.project, role,
+             event_time, text)).fetchone()
+        return None if row is None else str(row[0])
+
+    def derived(self, scope: Scope, kinds: Sequence[str] | None = None, *,
+                statuses: Sequence[str] = ("active",), limit: int = 500) -> list[MemoryItem]:
+        """Derived memories in the scope (any session), newest first."""
+        where, params = _scope_where(scope)
+        clauses = [where, "m.raw = 0", f"m.status IN ({','.join('?' * len(statuses))})"]
+        params += list(statuses)
+        if kinds:
+            clauses.append(f"m.kind IN ({','.join('?' * len(kinds))})")
+            params += list(kinds)
+        rows = self.conn.execute(
+            f"SELECT {self._columns()} FROM memories m WHERE {' AND '.join(clauses)} "
+            f"ORDER BY m.rowid DESC LIMIT ?", [*params, limit]).fetchall()
+        return list(self._items(rows))
+
+    def with_entities(self, scope: Scope, names: Sequence[str], limit: int = 50) -> list[MemoryItem]:
+        """Active derived memories in the scope that mention any of ``names``."""
+        if not names:
+            return []
+        where, params = _scope_where(scope)
+        marks = ",".join("?" * len(names))
+        rows = self.conn.execute(
+            f"SELECT DISTINCT {self._columns()} FROM entities e JOIN memories m "
+            f"ON m.rowid = e.memory_rowid WHERE e.name IN ({marks}) AND {where} "
+            f"AND m.status = 'active' ORDER BY m.rowid DESC LIMIT ?",
+            [*[n.lower() for n in names], *params, limit]).fetchall()
+        return list(self._items(rows))
+
+    # --- writing what the agent decided -------------------------------------------------
+
+    def merge_into(self, memory_id: str, episode_ids: Sequence[str], *, metadata: dict[str, Any],
+                   maturity: str, reason: str) -> None:
+        """Add sources to a memory and record why, without a new text version."""
+        now = time.time()
+        with self.write() as conn:
+            row = conn.execute("SELECT rowid, version, text, status FROM memories WHERE id = ?",
+                               (memory_id,)).fetchone()
+            if row is None:
+                raise NotFoundError(memory_id)
+            conn.executemany(
+                "INSERT OR IGNORE INTO memory_sources SELECT ?, rowid FROM memories WHERE id = ?",
+                [(row[0], e) for e in episode_ids])
+            conn.execute("UPDATE memories SET metadata = ?, maturity = ?, updated_at = ? "
+                         "WHERE rowid = ?",
+                         (json.dumps(metadata, ensure_ascii=False), maturity, now, row[0]))
+            conn.execute(
+                "INSERT INTO versions (memory_rowid, version, action, text, status, reason, at) "
+                "VALUES (?, ?, 'merged', ?, ?, ?, ?)", (row[0], row[1], row[2], row[3], reason, now))
+
+    def supersede(self, old_id: str, new_id: str, *, at: float, reason: str) -> list[str]:
+        """Mark ``old_id`` superseded by ``new_id`` (valid until ``at``), link them, and flag
+        for review the memories derived from the old one; returns the flagged ids."""
+        now = time.time()
+        with self.write() as conn:
+            old = conn.execute("SELECT rowid, version, text FROM memories WHERE id = ?",
+                               (old_id,)).fetchone()
+            new = conn.execute("SELECT rowid FROM memories WHERE id = ?", (new_id,)).fetchone()
+            if old is None or new is None:
+                raise NotFoundError(old_id if old is None else new_id)
+            conn.execute(
+                "UPDATE memories SET status = 'superseded', valid_to = ?, version = version + 1, "
+                "updated_at = ? WHERE rowid = ?", (at, now, old[0]))
+            conn.execute(
+                "INSERT INTO versions (memory_rowid, version, action, text, status, reason, at) "
+                "VALUES (?, ?, 'superseded', ?, 'superseded', ?, ?)",
+                (old[0], old[1] + 1, old[2], f"{reason} (by {new_id})", now))
+            conn.execute("INSERT OR IGNORE INTO edges VALUES (?, ?, 'supersedes', 1.0, ?)",
+                         (new[0], old[0], now))
+            flagged = conn.execute(
+                "SELECT m.rowid, m.id, m.metadata FROM edges e JOIN memories m ON m.rowid = e.src "
+                "WHERE e.dst = ? AND e.type = 'derived_from' AND m.status = 'active'",
+                (old[0],)).fetchall()
+            for rowid, _, meta in flagged:
+                data = {**json.loads(meta), "review": f"derived from {old_id}, now superseded"}
+                conn.execute("UPDATE memories SET metadata = ? WHERE rowid = ?",
+                             (json.dumps(data, ensure_ascii=False), rowid))
+        return [i for _, i, _ in flagged]
+
+    def link(self, edges: Sequence[tuple[str, str, str, float]], *, add: bool = False) -> None:
+        """Create typed edges ``(src id, dst id, type, weight)``; with ``add``, an existing
+        edge is strengthened by ``weight`` instead of left as it is."""
+        if not edges:
+            return
+        now = time.time()
+        ids = self.rowids(sorted({e[0] for e in edges} | {e[1] for e in edges}))
+        rows = [(ids[s], ids[d], t, w, now) for s, d, t, w in edges if s in ids and d in ids and s != d]
+        conflict = "DO UPDATE SET weight = weight + excluded.weight" if add else "DO NOTHING"
+        with self.write() as conn:
+            conn.executemany(f"INSERT INTO edges VALUES (?, ?, ?, ?, ?) "
+                             f"ON CONFLICT (src, dst, type) {conflict}", rows)
+
+    def edges_of(self, rowids: Sequence[int]) -> list[tuple[int, int, str, float]]:
+        """Edges touching these memories, both directions: ``(rowid, other, type, weight)``."""
+        if not rowids:
+            return []
+        marks = ",".join("?" * len(rowids))
+        return [tuple(r) for r in self.conn.execute(  # type: ignore[misc]
+            f"SELECT src, dst, type, weight FROM edges WHERE src IN ({marks}) "
+            f"UNION ALL SELECT dst, src, type, weight FROM edges WHERE dst IN ({marks})",
+            [*rowids, *rowids])]
+
+    def put_memory_vectors(self, memory_id: str, vectors: Sequence[Any]) -> None:
+        """Store the vectors of a memory's passages, in passage order."""
+        rows = [r for (r,) in self.conn.execute(
+            "SELECT p.rowid FROM passages p JOIN memories m ON m.rowid = p.memory_rowid "
+            "WHERE m.id = ? ORDER BY p.seq", (memory_id,))]
+        self.put_vectors(list(zip(rows, vectors, strict=True)), [])
+
+    def set_entities(self, memory_id: str, names: Sequence[str]) -> None:
+        with self.write() as conn:
+            conn.executemany(
+                "INSERT OR IGNORE INTO entities SELECT ?, rowid FROM memories WHERE id = ?",
+                [(n.lower(), memory_id) for n in dict.fromkeys(names) if n.strip()])
+
+    def entity_neighbors(self, rowids: Sequence[int], limit: int = 50) -> list[tuple[int, int]]:
+        """``(other, seed)`` pairs of memories that mention an entity a seed mentions."""
+        if not rowids:
+            return []
+        marks = ",".join("?" * len(rowids))
+        return [tuple(r) for r in self.conn.execute(  # type: ignore[misc]
+            f"SELECT o.memory_rowid, s.memory_rowid FROM entities s JOIN entities o "
+            f"ON o.name = s.name AND o.memory_rowid != s.memory_rowid "
+            f"WHERE s.memory_rowid IN ({marks}) LIMIT ?", [*rowids, limit])]
+
+    def touch(self, memory_ids: Sequence[str], *, at: float | None = None) -> None:
+        """Count a use of each memory (it was recalled into a context, or found helpful)."""
+        if not memory_ids:
+            return
+        now = at or time.time()
+        with self.write() as conn:
+            conn.executemany("UPDATE memories SET use_count = use_count + 1, used_at = ? "
+                             "WHERE id = ?", [(now, i) for i in memory_ids])
+
+    def use_stats(self, memory_ids: Sequence[str]) -> dict[str, tuple[int, float | None]]:
+        if not memory_ids:
+            return {}
+        marks = ",".join("?" * len(memory_ids))
+        return {i: (n, u) for i, n, u in self.conn.execute(
+            f"SELECT id, use_count, used_at FROM memories WHERE id IN ({marks})",
+            list(memory_ids))}
+
+    def set_fields(self, memory_id: str, scope: Scope | None, *, action: str, reason: str | None,
+                   status: str | None = None, maturity: str | None = None,
+                   metadata: dict[str, Any] | None = None, pinned: bool | None = None) -> None:
+        """Change status, maturity, metadata or pinning, recorded as one history entry."""
+        from .sqlite import scope_sql
+
+        now = time.time()
+        with self.write() as conn:
+            where, params = scope_sql(scope or Scope(), "m") if scope is not None else ("1", [])
+            row = conn.execute(
+                f"SELECT m.rowid, m.version, m.text, m.status FROM memories m "
+                f"WHERE m.id = ? AND {where}", [memory_id, *params]).fetchone()
+            if row is None:
+                raise NotFoundError(memory_id)
+            new_status = status or row[3]
+            conn.execute(
+                "UPDATE memories SET status = ?, maturity = COALESCE(?, maturity), "
+                "metadata = COALESCE(?, metadata), pinned = COALESCE(?, pinned), "
+                "version = version + 1, updated_at = ?, "
+                "valid_to = CASE WHEN ? IN ('superseded', 'forgotten') THEN ? ELSE valid_to END "
+                "WHERE rowid = ?",
+                (new_status, maturity,
+                 None if metadata is None else json.dumps(metadata, ensure_ascii=False),
+                 None if pinned is None else int(pinned), now, new_status, now, row[0]))
+            conn.execute(
+                "INSERT INTO versions (memory_rowid, version, action, text, status, reason, at) "
+                "VALUES (?, ?, ?, ?, ?, ?, ?)",
+                (row[0], row[1] + 1, action, row[2], new_status, reason, now))
+
+    # --- the mind map -------------------------------------------------------------------
+
+    def topics(self, scope: Scope) -> list[TopicRow]:
+        where, params = _scope_where(scope, "t")
+        exact = " AND ".join(f"t.{n} IS ?" for n in ("user_id", "agent_id", "project"))
+        return [TopicRow(r, p, lab, json.loads(kw), size) for r, p, lab, kw, size in self.conn.execute(
+            f"SELECT t.rowid, t.parent, t.label, t.keywords, t.size FROM topics t "
+            f"WHERE t.org_id = ? AND {exact} ORDER BY t.rowid",
+            [scope.org_id, scope.user_id, scope.agent_id, scope.project])]
+
+    def save_topic(self, scope: Scope, topic: TopicRow | None, *, parent: int | None, label: str,
+                   keywords: dict[str, int], size: int) -> int:
+        """Create (``topic`` None) or rewrite a topic; returns its rowid."""
+        now = time.time()
+        kw = json.dumps(keywords, ensure_ascii=False)
+        with self.write() as conn:
+            if topic is None:
+                cur = conn.execute(
+                    "INSERT INTO topics (parent, org_id, user_id, agent_id, project, label, keywords, "
+                    "size, created_at, updated_at) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+                    (parent, scope.org_id, scope.user_id, scope.agent_id, scope.project, label, kw,
+                     size, now, now))
+                assert cur.lastrowid is not None
+                return cur.lastrowid
+            conn.execute("UPDATE topics SET parent = ?, label = ?, keywords = ?, size = ?, "
+                         "updated_at = ? WHERE rowid = ?",
+                         (parent, label, kw, size, now, topic.rowid))
+            return topic.rowid
+
+    def place(self, memory_ids: Sequence[str], topic_rowid: int) -> None:
+        with self.write() as conn:
+            conn.executemany("UPDATE memories SET topic_rowid = ? WHERE id = ?",
+                             [(topic_rowid, i) for i in memory_ids])
+
+    def topic_members(self, topic_rowids: Sequence[int], *, statuses: Sequence[str] = ("active",)
+                      ) -> dict[int, list[MemoryItem]]:
+        out: dict[int, list[MemoryItem]] = {t: [] for t in topic_rowids}
+        if not topic_rowids:
+            return out
+        marks = ",".join("?" * len(topic_rowids))
+        smarks = ",".join("?" * len(statuses))
+        rows = self.conn.execute(
+            f"SELECT {self._columns()}, m.topic_rowid FROM memories m WHERE m.topic_rowid IN ({marks}) "
+            f"AND m.status IN ({smarks}) ORDER BY m.use_count DESC, m.rowid",
+            [*topic_rowids, *statuses]).fetchall()
+        for row, item in zip(rows, self._items([r[:-1] for r in rows]), strict=True):
+            out[row[-1]].append(item)
+        return out
+
+    # --- working memory -----------------------------------------------------------------
+
+    def working_set(self, scope: Scope) -> list[tuple[MemoryItem, float]]:
+        """The session's working memory, hottest first, still active and in scope."""
+        if scope.session_id is None:
+            return []
+        where, params = _scope_where(scope)
+        rows = self.conn.execute(
+            f"SELECT {self._columns()}, w.heat FROM working_memory w JOIN memories m "
+            f"ON m.rowid = w.memory_rowid WHERE w.org_id = ? AND w.session_id = ? AND {where} "
+            f"AND m.status = 'active' ORDER BY w.heat DESC, w.added_at",
+            [scope.org_id, scope.session_id, *params]).fetchall()
+        return list(zip(self._items([r[:-1] for r in rows]), [r[-1] for r in rows], strict=True))
+
+    def warm(self, scope: Scope, heats: dict[str, tuple[float, str]], size: int) -> list[str]:
+        """Raise the heat of memories in the session's working memory (adding them), then
+        evict the coldest beyond ``size``; returns the evicted ids."""
+        assert scope.session_id is not None
+        now = time.time()
+        ids = self.rowids(list(heats))
+        with self.write() as conn:
+            conn.execute("UPDATE working_memory SET heat = heat * 0.8 WHERE org_id = ? "
+                         "AND session_id = ?", (scope.org_id, scope.session_id))
+            conn.executemany(
+                "INSERT INTO working_memory VALUES (?, ?, ?, ?, ?, ?, ?) "
+                "ON CONFLICT (org_id, session_id, memory_rowid) DO UPDATE SET "
+                "heat = heat + excluded.heat, reason = excluded.reason",
+                [(scope.org_id, scope.user_id, scope.session_id, ids[i], h, why, now)
+                 for i, (h, why) in heats.items() if i in ids])
+            cold = conn.execute(
+                "SELECT w.memory_rowid, m.id FROM working_memory w JOIN memories m "
+                "ON m.rowid = w.memory_rowid WHERE w.org_id = ? AND w.session_id = ? "
+                "ORDER BY w.heat DESC, w.added_at DESC LIMIT -1 OFFSET ?",
+                (scope.org_id, scope.session_id, size)).fetchall()
+            conn.executemany("DELETE FROM working_memory WHERE org_id = ? AND session_id = ? "
+                             "AND memory_rowid = ?",
+                             [(scope.org_id, scope.session_id, r) for r, _ in cold])
+        return [i for _, i in cold]
+
+    # --- jobs -----------------------------------------------------------------------------
+
+    def enqueue(self, kind: str, payload: dict[str, Any], *, job_id: str, priority: int = 0,
+                key: str | None = None, delay_s: float = 0.0, max_attempts: int = 5,
+                conn: sqlite3.Connection | None = None) -> bool:
+        """Queue a job (in ``conn``'s transaction if given); False when ``key`` is taken."""
+        now = time.time()
+        sql = ("INSERT OR IGNORE INTO jobs (id, kind, payload, priority, max_attempts, run_after, "
+               "idempotency_key, created_at, updated_at) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)")
+        args = (job_id, kind, json.dumps(payload, ensure_ascii=False), priority, max_attempts,
+                now + delay_s, key, now, now)
+        if conn is not None:
+            return conn.execute(sql, args).rowcount == 1
+        with self.write() as c:
+            return c.execute(sql, args).rowcount == 1
+
+    def finish_job(self, job: Job, result: dict[str, Any] | None = None) -> None:
+        """Mark a claimed job done with its result, in the caller's transaction if one is
+        open; raises :class:`LeaseLostError` (rolling that transaction back) when another
+        worker took the job over meanwhile."""
+        now = time.time()
+        with self.write() as conn:
+            cur = conn.execute(
+                "UPDATE jobs SET state = 'done', lease_until = NULL, updated_at = ?, "
+                "payload = CASE WHEN ? IS NULL THEN payload ELSE json_set(payload, '$.result', json(?)) END "
+                "WHERE rowid = ? AND state = 'running' AND attempts = ?",
+                (now, None if result is None else 1, json.dumps(result or {}), job.rowid, job.attempts))
+            if cur.rowcount != 1:
+                raise LeaseLostError(f"job {job.id} was taken over by another worker; "
+                                     "its results are discarded")
+
+    def jobs(self, *, state: str | None = None, kind: str | None = None,
+             limit: int = 50) -> list[JobInfo]:
+        clauses, params = ["1"], []
+        if state is not None:
+            clauses.append("state = ?")
+            params.append(state)
+        if kind is not None:
+            clauses.append("kind = ?")
+            params.append(kind)
+        return [_job_info(r) for r in self.conn.execute(
+            f"SELECT {_JOB_COLUMNS} FROM jobs WHERE {' AND '.join(clauses)} "
+            f"ORDER BY rowid DESC LIMIT ?", [*params, limit])]
+
+    def job(self, job_id: str) -> JobInfo:
+        row = self.conn.execute(f"SELECT {_JOB_COLUMNS} FROM jobs WHERE id = ?", (job_id,)).fetchone()
+        if row is None:
+            raise NotFoundError(job_id)
+        return _job_info(row)
+
+    def retry_job(self, job_id: str) -> JobInfo:
+        """Queue a failed or cancelled job again, with fresh attempts."""
+        with self.write() as conn:
+            cur = conn.execute(
+                "UPDATE jobs SET state = 'queued', attempts = 0, run_after = ?, last_error = NULL, "
+                "updated_at = ? WHERE id = ? AND state IN ('failed', 'cancelled')",
+                (time.time(), time.time(), job_id))
+        if cur.rowcount == 0:
+            state = self.job(job_id).state
+            raise ValidationError("job_id", f"{job_id} is {state}; only failed or cancelled jobs "
+                                  "can be retried")
+        return self.job(job_id)
+
+    def cancel_job(self, job_id: str) -> JobInfo:
+        """Cancel a queued job (a running one finishes its step first)."""
+        with self.write() as conn:
+            cur = conn.execute("UPDATE jobs SET state = 'cancelled', updated_at = ? "
+                               "WHERE id = ? AND state IN ('queued', 'failed')",
+                               (time.time(), job_id))
+        if cur.rowcount == 0:
+            state = self.job(job_id).state
+            raise ValidationError("job_id", f"{job_id} is {state}; only queued or failed jobs "
+                                  "can be cancelled")
+        return self.job(job_id)
+
+    def prune_jobs(self, older_than_s: float) -> int:
+        """Delete jobs done more than ``older_than_s`` ago; returns how many."""
+        with self.write() as conn:
+            return conn.execute("DELETE FROM jobs WHERE state = 'done' AND updated_at < ?",
+                                (time.time() - older_than_s,)).rowcount
+
+    def all_scopes(self) -> Iterator[Scope]:
+        """Every (org, user, agent, project) that has derived memories."""
+        for org, user, agent, project in self.conn.execute(
+                "SELECT DISTINCT org_id, user_id, agent_id, project FROM memories WHERE raw = 0"):
+            yield Scope(org_id=org, user_id=user, agent_id=agent, project=project)
+
+
+def _job_info(row: Sequence[Any]) -> JobInfo:
+    from .sqlite import _dt
+
+    payload = json.loads(row[8])
+    return JobInfo(id=row[0], kind=row[1], state=row[2], priority=row[3], attempts=row[4],
+                   max_attempts=row[5], run_after=_dt(row[6]), last_error=row[7],
+                   result=payload.get("result"), created_at=_dt(row[9]), updated_at=_dt(row[10]))
