@@ -24,9 +24,9 @@ from remem.server import create_app
 HASH = Config(embedder="hash")
 
 
-def open_memory(path: Path) -> Memory:
+def open_memory(path: Path, config: Config = HASH) -> Memory:
     """A Memory on ``path`` with the hashing embedder (fast; no model to load)."""
-    return Memory(path, config=HASH)
+    return Memory(path, config=config)
 
 
 @contextmanager
@@ -54,9 +54,9 @@ def running(app: FastAPI) -> Iterator[str]:
 
 
 @contextmanager
-def service(path: Path, **server: Any) -> Iterator[tuple[Memory, httpx.Client]]:
+def service(path: Path, config: Config = HASH, **server: Any) -> Iterator[tuple[Memory, httpx.Client]]:
     """A Memory on ``path`` served over HTTP, and a client for it (no key set)."""
-    memory = open_memory(path)
+    memory = open_memory(path, config)
     try:
         app = create_app(memory, config=ServerConfig(**server))
         with running(app) as url, httpx.Client(base_url=url, timeout=10) as client:

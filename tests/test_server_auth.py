@@ -95,9 +95,13 @@ def test_one_orgs_key_never_reaches_anothers_memories(secured: Secured) -> None:
     (gid,) = client.post("/v1/memories", json={"user_id": "alice", "messages": secret},
                          headers=bearer(secured.globex)).json()["episode_ids"]
     acme = bearer(secured.acme_admin)
-    for method, path in [("GET", f"/v1/memories/{gid}"), ("GET", f"/v1/memories/{gid}/history"),
-                         ("POST", f"/v1/memories/{gid}/forget"), ("DELETE", f"/v1/memories/{gid}")]:
-        response = client.request(method, path, headers=acme)
+    for method, path, body in [
+            ("GET", f"/v1/memories/{gid}", None), ("GET", f"/v1/memories/{gid}/history", None),
+            ("POST", f"/v1/memories/{gid}/forget", None), ("DELETE", f"/v1/memories/{gid}", None),
+            ("PATCH", f"/v1/memories/{gid}", {"text": "overwritten"}),
+            ("POST", f"/v1/memories/{gid}/feedback", {"verdict": "wrong"}),
+            ("POST", f"/v1/skills/{gid}/approve", None)]:
+        response = client.request(method, path, headers=acme, json=body)
         assert response.status_code == 404, (method, path)
         assert "nightingale" not in response.text
     # naming the other org in the request is refused, not obeyed
@@ -106,6 +110,9 @@ def test_one_orgs_key_never_reaches_anothers_memories(secured: Secured) -> None:
         client.get(f"/v1/memories/{gid}", params={"org_id": "globex"}, headers=acme),
         client.post("/v1/search", json={"org_id": "globex", "query": "nightingale"}, headers=acme),
         client.post("/v1/memories", json={"org_id": "globex", "messages": "x"}, headers=acme),
+        client.post("/v1/remember", json={"org_id": "globex", "text": "x"}, headers=acme),
+        client.get("/v1/tree", params={"org_id": "globex"}, headers=acme),
+        client.get("/v1/skills", params={"org_id": "globex"}, headers=acme),
     ]:
         assert response.status_code == 403
         assert response.json()["error"]["code"] == "wrong_org"
@@ -155,8 +162,13 @@ def test_a_read_only_key_cannot_write(secured: Secured) -> None:
     assert listed["items"] == []
 
 
-def test_purge_and_store_wide_stats_need_the_admin_scope(secured: Secured) -> None:
+def test_purge_jobs_decay_and_store_wide_stats_need_the_admin_scope(secured: Secured) -> None:
     client = secured.client
+    for method, path in [("GET", "/v1/jobs"), ("POST", "/v1/jobs/j_x/retry"), ("POST", "/v1/jobs/j_x/cancel"),
+                         ("POST", "/v1/decay")]:
+        refused = client.request(method, path, headers=bearer(secured.acme))
+        assert refused.status_code == 403 and "admin" in refused.json()["error"]["message"], path
+    assert client.get("/v1/jobs", headers=bearer(secured.acme_admin)).status_code == 200
     (eid,) = client.post("/v1/memories", json={"messages": "to be purged"},
                          headers=bearer(secured.acme)).json()["episode_ids"]
     assert client.delete(f"/v1/memories/{eid}", headers=bearer(secured.acme)).status_code == 403

@@ -7,7 +7,6 @@ import signal
 import socket
 import subprocess
 import sys
-import time
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -16,10 +15,8 @@ import pytest
 from server_support import EventReader, open_memory, service, wait_until
 from typer.testing import CliRunner
 
-from remem import Memory
+from remem import Config, Memory
 from remem.cli import app
-from remem.model import Scope, new_id
-from remem.store import NewMemory
 
 Api = tuple[Memory, httpx.Client]
 
@@ -35,14 +32,6 @@ def shared_api(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Api]:
     """One server for the tests that only read or are refused."""
     with service(tmp_path_factory.mktemp("shared") / "remem.db") as pair:
         yield pair
-
-
-def add_derived(memory: Memory, text: str, **scope: str) -> str:
-    """A derived memory (not a raw episode), as the memory agent would store one."""
-    item = NewMemory(id=new_id("m_"), kind="fact", text=text, raw=False, scope=Scope(**scope),
-                     observed_at=time.time(), passages=[text])
-    memory.store.insert([item], new_id("j_"))
-    return item.id
 
 
 def test_health_ready_and_the_openapi_spec(shared_api: Api) -> None:
@@ -114,9 +103,13 @@ def test_agent_events_are_stored_and_searchable(api: Api) -> None:
     assert [h["memory"]["id"] for h in hits][:1] == [event_id]
 
 
-def test_update_forget_history_and_purge_a_memory(api: Api) -> None:
-    memory, client = api
-    mid = add_derived(memory, "the team deploys with make ship", user_id="alice")
+def test_remember_update_forget_history_and_purge_a_memory(api: Api) -> None:
+    _, client = api
+    kept = client.post("/v1/remember", json={"text": "the team deploys with make ship",
+                                              "kind": "convention", "user_id": "alice"})
+    assert kept.status_code == 201
+    assert (kept.json()["kind"], kept.json()["text"]) == ("convention", "the team deploys with make ship")
+    mid = kept.json()["id"]
     updated = client.patch(f"/v1/memories/{mid}", json={"text": "the team deploys with make release",
                                                          "reason": "renamed"})
     assert updated.status_code == 200
@@ -206,6 +199,43 @@ def test_the_event_stream_announces_an_add_then_its_readiness(api: Api) -> None:
     # ready means searchable by meaning: the vector is there
     hits = client.post("/v1/search", json={"query": "fridays", "user_id": "alice"}).json()["hits"]
     assert "vector" in hits[0]["channels"]
+
+
+def test_feedback_skills_and_the_mind_map(api: Api) -> None:
+    _, client = api
+    mid = client.post("/v1/remember", json={"text": "run the tests with pytest -q", "kind": "procedure",
+                                             "user_id": "alice"}).json()["id"]
+    helpful = client.post(f"/v1/memories/{mid}/feedback", json={"verdict": "helpful", "note": "worked"})
+    assert helpful.status_code == 200 and helpful.json()["metadata"]["helpful"] == 1
+    wrong = client.post(f"/v1/memories/{mid}/feedback", json={"verdict": "wrong"}).json()
+    assert wrong["status"] == "forgotten"
+    history = client.get(f"/v1/memories/{mid}/history").json()["entries"]
+    assert [e["reason"] for e in history][-2:] == ["feedback: helpful (worked)", "feedback: wrong"]
+    bad = client.post(f"/v1/memories/{mid}/feedback", json={"verdict": "meh"})
+    assert bad.status_code == 422 and bad.json()["error"]["field"] == "body.verdict"
+    tree = client.get("/v1/tree", params={"user_id": "alice"}).json()
+    assert {"label", "children", "memories", "size"} <= set(tree)
+    assert client.get("/v1/skills", params={"user_id": "alice"}).json() == {"skills": []}
+    assert client.get("/v1/skills", params={"status": "rejected"}).status_code == 422
+    not_skill = client.post(f"/v1/skills/{mid}/approve")
+    assert not_skill.status_code == 422 and "not a skill" in not_skill.json()["error"]["message"]
+    assert client.post("/v1/decay").json() == {"archived": []}
+
+
+def test_jobs_can_be_listed_cancelled_and_retried(tmp_path: Path) -> None:
+    held = Config(embedder="hash", run_worker=False)  # no worker: jobs stay queued
+    with service(tmp_path / "remem.db", held) as (_, client):
+        added = client.post("/v1/memories", json={"messages": "hello"}).json()
+        queued = client.get("/v1/jobs", params={"state": "queued"}).json()["jobs"]
+        assert set(added["job_ids"]) <= {job["id"] for job in queued}
+        job_id = added["job_ids"][0]
+        assert client.post(f"/v1/jobs/{job_id}/cancel").json()["state"] == "cancelled"
+        assert client.post(f"/v1/jobs/{job_id}/retry").json()["state"] == "queued"
+        retried = client.post(f"/v1/jobs/{job_id}/retry")
+        assert retried.status_code == 422 and "queued" in retried.json()["error"]["message"]
+        missing = client.post("/v1/jobs/j_nope/cancel")
+        assert missing.status_code == 404 and missing.json()["error"]["code"] == "job_not_found"
+        assert client.get("/v1/jobs", params={"state": "sleeping"}).status_code == 422
 
 
 def test_serve_says_how_to_install_the_server_extra(monkeypatch: pytest.MonkeyPatch,
