@@ -69,6 +69,8 @@ class AgentConfig(BaseModel):
     skill_after: int = Field(3, ge=1, description="successful runs of a procedure that make "
                              "it a skill candidate")
     working_memory_size: int = Field(24, ge=1, description="memories kept warm per session")
+    prefetch: bool = Field(True, description="after each turn of a session, warm its working "
+                           "memory with what the next questions will likely need")
 
     @field_validator("extractor")
     @classmethod
@@ -123,6 +125,8 @@ class Config(BaseModel):
     max_text_chars: int = Field(100_000, ge=1, description="one message's size limit")
     busy_timeout_s: float = Field(10.0, gt=0)
     worker_batch: int = Field(32, ge=1, description="passages embedded per worker step")
+    job_backoff_s: float = Field(2.0, gt=0, description="a failed job waits this long, doubled "
+                                 "at each further attempt, before it runs again")
     retrieval: RetrievalConfig = Field(default_factory=RetrievalConfig)
     agent: AgentConfig = Field(default_factory=AgentConfig)
     openai_base_url: str | None = None

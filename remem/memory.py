@@ -31,6 +31,7 @@ from .model import (
     KINDS,
     AddResult,
     Candidate,
+    Context,
     HistoryEntry,
     Hit,
     JobInfo,
@@ -46,9 +47,9 @@ from .model import (
 from .organize.agent import MemoryAgent, maturity_for, shared_scope
 from .organize.skills import render_skill_md
 from .retrieve import Retriever
-from .schedule import Worker, decay_handler, extract_handler, wait_for
+from .schedule import Worker, decay_handler, extract_handler, prefetch, prefetch_handler, wait_for
 from .store import Filters, NewMemory, SQLiteStore
-from .text import split_passages
+from .text import estimate_tokens, split_passages
 
 __all__ = ["AsyncMemory", "Memory"]
 
@@ -77,6 +78,15 @@ def _kinds(kinds: str | Sequence[str] | None) -> tuple[str, ...] | None:
     if kinds is None:
         return None
     return (kinds,) if isinstance(kinds, str) else tuple(kinds)
+
+
+def _context_line(item: MemoryItem) -> str:
+    """One memory as a line of a context block: kind, text, and when for episodes."""
+    if item.is_episode:
+        when = f"{item.event_time:%Y-%m-%d} " if item.event_time else ""
+        who = f"{item.role}: " if item.role else ""
+        return f"- ({when}{item.kind}) {who}{item.text}"
+    return f"- [{item.kind}] {item.text}"
 
 
 def shared_scope_of(scope: Scope) -> Scope:
@@ -116,10 +126,16 @@ class Memory:
         self.extractor = create_extractor(self.config)
         self.agent = MemoryAgent(self.store, self.embedder, self.config.agent,
                                  chunk_tokens=self.config.chunk_tokens)
-        self.worker = Worker(self.store, self.embedder, batch=self.config.worker_batch, handlers={
+        # prefetch runs often and must stay cheap: no query embedding
+        self._prefetcher = Retriever(self.store, self.embedder,
+                                     self.config.retrieval.model_copy(update={"weight_vector": 0.0}))
+        self.worker = Worker(self.store, self.embedder, batch=self.config.worker_batch,
+                             backoff_s=self.config.job_backoff_s, handlers={
             "extract": extract_handler(self.store, self.extractor, self.agent),
+            "prefetch": prefetch_handler(self.store, self._prefetcher, self.config.agent),
             "decay": decay_handler(self.store, self.config.agent),
         })
+        self._core_cache: dict[Scope, tuple[tuple[int, int], builtins.list[MemoryItem]]] = {}
         self._pending: set[str] = set()
         self._closed = False
         atexit.register(_close_at_exit, weakref.ref(self))
@@ -143,6 +159,10 @@ class Memory:
         self._closed = True
         self.worker.stop()
         self.retriever.close()
+        self._prefetcher.close()
+        close_extractor = getattr(self.extractor, "close", None)
+        if close_extractor is not None:
+            close_extractor()
         self.store.close()
 
     def __enter__(self) -> Memory:
@@ -179,6 +199,10 @@ class Memory:
                     self.store.enqueue("extract", {"episodes": [i.id for i in items]},
                                        job_id=extract_id, conn=conn)
                     job_ids.append(extract_id)
+                scope = items[-1].scope
+                if self.config.agent.prefetch and scope.session_id is not None:
+                    self.store.enqueue("prefetch", {"scope": scope.model_dump()}, job_id=new_id("j_"),
+                                       priority=-1, conn=conn)
         if job_ids and self.config.embed_in_background:
             self._pending.update(job_ids)
             if self.config.run_worker:
@@ -372,6 +396,92 @@ class Memory:
         self._check_open()
         scope = parse_scope(org_id=org_id, user_id=user_id, agent_id=agent_id, project=project)
         return self.store.history(memory_id, scope)
+
+    # --- context for a model ----------------------------------------------------------
+
+    def _core(self, scope: Scope) -> builtins.list[MemoryItem]:
+        """The core memories of a scope in their stable order, cached until the store
+        changes (another connection's commit, or a write of this thread)."""
+        conn = self.store.conn
+        (version,) = conn.execute("PRAGMA data_version").fetchone()
+        key = (int(version), conn.total_changes)
+        cached = self._core_cache.get(scope)
+        if cached is not None and cached[0] == key:
+            return cached[1]
+        found = self.store.derived(scope, CORE_KINDS, limit=2000)
+        found = [m for m in found if m.kind != "skill" or m.metadata.get("skill_status") == "approved"]
+        found.sort(key=lambda m: (CORE_KINDS.index(m.kind), _MATURITY_ORDER.get(m.maturity, 3),
+                                  m.created_at, m.id))
+        self._core_cache[scope] = (key, found)
+        return found
+
+    def context(self, *, org_id: str | None = None, user_id: str | None = None,
+                agent_id: str | None = None, project: str | None = None,
+                session_id: str | None = None, query: str | None = None,
+                budget_tokens: int = 1000) -> Context:
+        """A context block ready for a model, within ``budget_tokens``.
+
+        First the core block: profile, preferences, conventions, project facts, pitfalls
+        and approved skills, in a stable order (so a provider's prompt cache hits), up to
+        half the budget; then the session's working memory (what prefetch prepared);
+        then, if ``query`` is given, what a search finds that neither holds.
+        """
+        self._check_open()
+        if not isinstance(budget_tokens, int) or isinstance(budget_tokens, bool) or budget_tokens < 1:
+            raise ValidationError("budget_tokens", f"expected a positive integer, got {budget_tokens!r}")
+        scope = parse_scope(org_id=org_id, user_id=user_id, agent_id=agent_id, project=project,
+                            session_id=session_id)
+        if query is not None:
+            query = clean_text(query, "query", self.config.max_text_chars)
+        taken: dict[str, MemoryItem] = {}
+        sections: dict[str, builtins.list[str]] = {"core": [], "working": [], "recall": []}
+        lines: dict[str, builtins.list[str]] = {"core": [], "working": [], "recall": []}
+        used = 0
+
+        def take(section: str, item: MemoryItem, limit: int) -> bool:
+            nonlocal used
+            if item.id in taken or item.id in cited:  # a turn a memory here already says
+                return True
+            line = _context_line(item)
+            cost = estimate_tokens(line)
+            if used + cost > limit:
+                return False
+            used += cost
+            taken[item.id] = item
+            sections[section].append(item.id)
+            lines[section].append(line)
+            return True
+
+        cited: set[str] = set()
+        for item in self._core(shared_scope_of(scope)):
+            if not take("core", item, budget_tokens // 2):
+                break
+            cited.update(item.sources)
+        core_tokens = used
+        for item, _ in self.store.working_set(scope):
+            if take("working", item, budget_tokens):
+                cited.update(item.sources)
+        if query is not None and used < budget_tokens:
+            for hit in self.search(query, org_id=org_id, user_id=user_id, agent_id=agent_id,
+                                   project=project, k=20, budget_tokens=budget_tokens - used):
+                take("recall", hit.memory, budget_tokens)
+        titles = {"core": "What you know about this user and project",
+                  "working": "Relevant to this session", "recall": "Found for the request"}
+        text = "\n\n".join(f"## {titles[s]}\n" + "\n".join(lines[s]) for s in lines if lines[s])
+        return Context(text=text, memories=builtins.list(taken.values()), tokens=used,
+                       core_tokens=core_tokens, sections=sections)
+
+    def prefetch(self, *, org_id: str | None = None, user_id: str | None = None,
+                 agent_id: str | None = None, project: str | None = None,
+                 session_id: str) -> builtins.list[str]:
+        """Warm a session's working memory now from its latest turns (a job does this
+        after each turn); returns the ids warmed."""
+        self._check_open()
+        scope = parse_scope(org_id=org_id, user_id=user_id, agent_id=agent_id, project=project,
+                            session_id=session_id)
+        if scope.session_id is None:
+            raise ValidationError("session_id", "prefetch needs the session whose memory to warm")
+        return prefetch(self.store, self._prefetcher, self.config.agent, scope)
 
     # --- the memory agent -------------------------------------------------------------
 

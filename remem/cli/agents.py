@@ -165,15 +165,15 @@ def hook(
 ) -> None:
     """Answer an agent hook: read its JSON on stdin, print the answer it expects.
 
-    Never blocks the agent: on any error, bad input or past its deadline it prints
-    nothing (an empty JSON object for Cursor) and exits 0.
+    Never blocks the agent: on any error, bad input or past its deadline (2 s,
+    $REMEM_HOOK_DEADLINE_S) it prints nothing (an empty JSON object for Cursor) and exits 0.
 
     Example: echo '{"cwd": "."}' | remem hook SessionStart
     """
-    from ..integrations.hooks import run_hook
+    from ..integrations.hooks import deadline_from_env, run_hook
 
     out, finished = run_hook(event, sys.stdin.buffer, agent_name=agent.value, db=db, user=user,
-                             project=project)
+                             project=project, deadline_s=deadline_from_env())
     if out:
         sys.stdout.write(out + "\n")
     sys.stdout.flush()

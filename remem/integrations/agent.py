@@ -57,6 +57,18 @@ def _mentions(text: str, word: str) -> bool:
     return re.search(rf"(?<![\w.-]){re.escape(word)}(?![\w-])", text) is not None
 
 
+# what comes just before the fix a pitfall gives: "use `python3`", "(e.g. `python3 x`)"
+_FIX_LEAD = re.compile(r"(?:\buse|\brun|\btry|\bprefer|\bwith|\be\.g\.|\bthen|\binstead)\W{0,3}$", re.I)
+
+
+def _trap_of(text: str, prog: str) -> bool:
+    """True if a pitfall's text names ``prog`` as the trap, not only as the fix it gives."""
+    for match in re.finditer(rf"(?<![\w.-]){re.escape(prog)}(?![\w-])", text):
+        if not _FIX_LEAD.search(text[max(0, match.start() - 12): match.start()]):
+            return True
+    return False
+
+
 def _one_line(text: str, width: int = 400) -> str:
     flat = " ".join(text.split())
     return flat if len(flat) <= width else flat[: width - 1] + "…"
@@ -281,7 +293,7 @@ class AgentMemory:
         prog = program(command)
         check = CommandCheck(command=command, program=prog)
         hits = self._search(command, kinds=["pitfall"], k=10, include_episodes=False)
-        check.pitfalls = [h.memory for h in hits if _mentions(h.memory.text, prog)][:3]
+        check.pitfalls = [h.memory for h in hits if _trap_of(h.memory.text, prog)][:3]
         if check.pitfalls:
             return check  # the pitfall already says what the failures showed
         events = self.memory.search(command, k=20, kinds=["event"], **self.scope.many())

@@ -51,10 +51,12 @@ __all__ = [
     "DEADLINE_S",
     "HookInput",
     "answer",
+    "deadline_from_env",
     "run_hook",
 ]
 
-#: Seconds a hook may work before it gives up and answers nothing.
+#: Seconds a hook may work before it gives up and answers nothing
+#: (``$REMEM_HOOK_DEADLINE_S`` changes it, from 0.1 to 60).
 DEADLINE_S = 2.0
 #: Claude Code events remem handles, and the tools each one listens to (None: no matcher).
 CLAUDE_EVENTS: dict[str, str | None] = {
@@ -248,6 +250,16 @@ def answer(event: str, payload: HookInput, *, agent_name: Agent = "claude-code",
         return _claude(event, payload, agent, left)
     finally:
         memory.close()
+
+
+def deadline_from_env(environ: dict[str, str] | None = None) -> float:
+    """``$REMEM_HOOK_DEADLINE_S`` when it is a number from 0.1 to 60, else :data:`DEADLINE_S`."""
+    raw = (os.environ if environ is None else environ).get("REMEM_HOOK_DEADLINE_S", "")
+    try:
+        value = float(raw)
+    except ValueError:
+        return DEADLINE_S
+    return value if 0.1 <= value <= 60 else DEADLINE_S
 
 
 def run_hook(event: str, stdin: Any, *, agent_name: Agent = "claude-code",

@@ -24,7 +24,7 @@ _GENERIC = frozenset(words(
     "user users prefers prefer likes like loves hates wants want need needs always never use uses "
     "using used project environment files file for run then outcome steps skill to instead "
     "available here not is are has have success 用户 结果"))
-_JOIN_AT = 0.34  # share of a memory's keywords a topic must hold for it to join
+_JOIN_AT = 0.2  # share of a memory's keywords a topic must hold for it to join
 
 
 def keywords(item: MemoryItem, limit: int = 6) -> list[str]:

@@ -13,7 +13,11 @@ from ..text import estimate_tokens
 from .fusion import rrf
 from .query import analyse
 
-__all__ = ["Retriever"]
+__all__ = ["EDGE_WEIGHTS", "Retriever"]
+
+#: How much each kind of edge says that two memories belong together.
+EDGE_WEIGHTS = {"co_used": 1.0, "derived_from": 0.8, "mentions": 0.5, "same_topic": 0.3,
+                "files": 0.6, "supersedes": 0.0}
 
 
 class Retriever:
@@ -22,7 +26,8 @@ class Retriever:
     Channels: ``fulltext`` (BM25 over passages and, weighted less, the turns around
     them), ``vector`` (cosine over passages), ``time`` (inside a time span the query
     names), ``speaker`` (said by someone the query names), ``neighbor`` (the turns just
-    before and after the strongest hits). No LLM anywhere on this path.
+    before and after the strongest hits), ``graph`` (memories linked to the strongest
+    hits by an edge or a shared entity). No LLM anywhere on this path.
     """
 
     def __init__(self, store: Store, embedder: Embedder, config: RetrievalConfig) -> None:
@@ -78,6 +83,14 @@ class Retriever:
                 n for n, _ in sorted(pairs, key=lambda p: order[p[1]])))
             reasons["neighbor"] = "next to a strong hit in the same conversation"
             scores, ranks = rrf(rankings, weights, cfg.rrf_k)
+        if cfg.weight_graph > 0 and scores:
+            seeds = sorted(scores, key=scores.__getitem__, reverse=True)[: max(cfg.neighbor_seeds, 5)]
+            linked = self._linked(seeds, scope, filters)
+            if linked:
+                rankings["graph"] = linked
+                reasons["graph"] = "linked to a strong hit (same entity, used together, derived)"
+                weights["graph"] = cfg.weight_graph
+                scores, ranks = rrf(rankings, weights, cfg.rrf_k)
         ordered = sorted(scores, key=lambda r: (-scores[r], r))[: max(k * 4, k + 20)]
         items = self.store.get_rows(ordered)
         if cfg.diversity > 0:
@@ -104,6 +117,21 @@ class Retriever:
             )
             for r in hits
         ]
+
+    def _linked(self, seeds: list[int], scope: Scope, filters: Filters) -> list[int]:
+        """Memories one edge away from the seeds, best first: the edge's type weight times
+        its strength, discounted by the seed's rank."""
+        score: dict[int, float] = {}
+        rank = {s: i for i, s in enumerate(seeds)}
+        for seed, other, kind, weight in self.store.edges_of(seeds):
+            w = EDGE_WEIGHTS.get(kind, 0.0) * min(weight, 3.0) / (1 + rank[seed])
+            if w > 0 and other not in rank:
+                score[other] = score.get(other, 0.0) + w
+        for other, seed in self.store.entity_neighbors(seeds):
+            if other not in rank:
+                score[other] = score.get(other, 0.0) + EDGE_WEIGHTS["mentions"] / (1 + rank[seed])
+        ok = self.store.accept(list(score), scope, filters)
+        return sorted((r for r in score if r in ok), key=lambda r: (-score[r], r))
 
     @staticmethod
     def _diversify(ordered: list[int], scores: dict[int, float], items: dict[int, MemoryItem],

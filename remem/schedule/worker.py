@@ -37,8 +37,10 @@ class Worker:
     """
 
     def __init__(self, store: SQLiteStore, embedder: Embedder, *, batch: int = 32,
-                 lease_s: float = 60.0, handlers: dict[str, Handler] | None = None) -> None:
+                 lease_s: float = 60.0, backoff_s: float = 2.0,
+                 handlers: dict[str, Handler] | None = None) -> None:
         self.store = store
+        self.backoff_s = backoff_s
         self.embedder = embedder
         self.batch = batch
         self.lease_s = lease_s
@@ -80,8 +82,11 @@ class Worker:
         except Exception as exc:  # a failed batch is retried later, never dropped
             log.warning("embedding %d jobs failed: %s", len(jobs), exc)
             for job in jobs:
-                self.store.fail_job(job, f"{type(exc).__name__}: {exc}", retry_in=2.0 ** job.attempts)
+                self.store.fail_job(job, f"{type(exc).__name__}: {exc}", retry_in=self._backoff(job))
         return len(jobs)
+
+    def _backoff(self, job: Job) -> float:
+        return self.backoff_s * 2.0 ** (job.attempts - 1)
 
     # --- other kinds ------------------------------------------------------------------
 
@@ -95,7 +100,7 @@ class Worker:
                 handler(job)
             except Exception as exc:  # retried with backoff, then failed and visible
                 log.warning("%s job %s failed (attempt %d): %s", kind, job.id, job.attempts, exc)
-                self.store.fail_job(job, f"{type(exc).__name__}: {exc}", retry_in=2.0 ** job.attempts)
+                self.store.fail_job(job, f"{type(exc).__name__}: {exc}", retry_in=self._backoff(job))
         return len(jobs)
 
     def run_once(self) -> int:

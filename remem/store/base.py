@@ -110,6 +110,14 @@ class Store(Protocol):
                   filters: Filters) -> list[tuple[int, int]]:
         """Episodes next to the given ones in their session: ``(neighbor, seed)`` pairs."""
 
+    def edges_of(self, rowids: Sequence[int]) -> list[tuple[int, int, str, float]]:
+        """Edges touching these memories: ``(rowid, other, type, weight)``."""
+
+    def entity_neighbors(self, rowids: Sequence[int], limit: int = 50) -> list[tuple[int, int]]:
+        """``(other, seed)``: memories mentioning an entity a seed mentions."""
+
+    def accept(self, rowids: Sequence[int], scope: Scope, filters: Filters) -> set[int]: ...
+
     def time_window(self, start: float, end: float, scope: Scope, filters: Filters,
                     limit: int) -> list[tuple[int, float]]: ...
 

@@ -94,6 +94,16 @@ class DerivedOps:
             (item.org_id, item.session_id, item.user_id, item.project, item.id, limit)).fetchall()
         return list(reversed(self._items(rows)))
 
+    def recent_turns(self, scope: Scope, limit: int) -> list[MemoryItem]:
+        """The last ``limit`` active episodes of the scope's session, oldest first."""
+        from .sqlite import scope_sql
+
+        where, params = scope_sql(scope)
+        rows = self.conn.execute(
+            f"SELECT {self._columns()} FROM memories m WHERE {where} AND m.raw = 1 "
+            f"AND m.status = 'active' ORDER BY m.rowid DESC LIMIT ?", [*params, limit]).fetchall()
+        return list(reversed(self._items(rows)))
+
     def same_episode(self, scope: Scope, role: str | None, text: str,
                      event_time: float | None) -> str | None:
         """The id of an episode with this speaker, text and time in this session, if any."""
@@ -394,6 +404,13 @@ class DerivedOps:
             if cur.rowcount != 1:
                 raise LeaseLostError(f"job {job.id} was taken over by another worker; "
                                      "its results are discarded")
+
+    def newer_job(self, job: Job, kind: str, payload: dict[str, Any]) -> bool:
+        """True when a job of ``kind`` with this payload was queued after ``job``."""
+        return self.conn.execute(
+            "SELECT 1 FROM jobs WHERE kind = ? AND state = 'queued' AND rowid > ? "
+            "AND json_extract(payload, '$.scope') = json(?) LIMIT 1",
+            (kind, job.rowid, json.dumps(payload["scope"]))).fetchone() is not None
 
     def jobs(self, *, state: str | None = None, kind: str | None = None,
              limit: int = 50) -> list[JobInfo]:
