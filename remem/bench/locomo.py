@@ -20,7 +20,7 @@ from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any
 
-from ..config import Config, RetrievalConfig
+from ..config import AgentConfig, Config, RetrievalConfig
 from .baselines import System, make_system
 from .stats import percentile, progress_bar
 
@@ -166,10 +166,12 @@ def _iterate(items: list[Conversation], progress: bool) -> Iterator[Conversation
 
 def run(data: str | Path, system: str = "remem", limit: int | None = None, progress: bool = True,
         make: Callable[..., System] = make_system,
-        retrieval: dict[str, Any] | None = None, store: str | Path | None = None) -> dict[str, Any]:
+        retrieval: dict[str, Any] | None = None, store: str | Path | None = None,
+        extractor: str = "rules") -> dict[str, Any]:
     """Ingest each conversation, ask every question, and return recall and speed figures.
 
-    ``retrieval`` overrides remem's retrieval settings (``RetrievalConfig`` fields).
+    ``retrieval`` overrides remem's retrieval settings (``RetrievalConfig`` fields);
+    ``extractor`` is remem's memory agent (``"rules"`` or ``"off"``).
     ``store`` (remem only) keeps the ingested store in that folder; when the folder
     already holds one, ingestion is skipped and only the questions are asked, so that
     retrieval settings can be compared on the same store in a minute.
@@ -183,7 +185,8 @@ def run(data: str | Path, system: str = "remem", limit: int | None = None, progr
         raise ValueError("--store keeps a remem store; it does not apply to the baselines")
     reuse = store is not None and (Path(store) / "remem.db").exists()
     with tempfile.TemporaryDirectory(prefix="remem-bench-") as tmp:
-        config = Config(retrieval=RetrievalConfig(**retrieval)) if retrieval else None
+        config = Config(retrieval=RetrievalConfig(**(retrieval or {})),
+                        agent=AgentConfig(extractor=extractor))
         sys_ = make(system, Path(store or tmp), config=config)
         try:
             for conv in _iterate(conversations, progress):
@@ -217,5 +220,6 @@ def run(data: str | Path, system: str = "remem", limit: int | None = None, progr
         "skipped_evidence_ids": sum(c.skipped_evidence for c in conversations),
         "repaired_evidence_ids": sum(c.repaired_evidence for c in conversations),
         "category_mapping": {str(k): v for k, v in CATEGORIES.items()},
+        "extractor": extractor if system == "remem" else None,
     })
     return result

@@ -72,6 +72,9 @@ def locomo(
     store: Annotated[Path | None, typer.Option(
         help="Keep remem's ingested store in this folder; if it holds one already, only "
         "ask the questions (fast ablations with --set).")] = None,
+    extractor: Annotated[str, typer.Option(
+        help="remem's memory agent: 'rules' (the default: turns also become typed memories "
+        "that cite them) or 'off' (episodes only).")] = "rules",
     progress: ProgressOpt = True,
     as_json: JsonOpt = False,
 ) -> None:
@@ -89,8 +92,10 @@ def locomo(
             overrides[key.strip()] = value.strip()
         if store is not None and system.value != "remem":
             fail("--store applies to --system remem only")
+        if extractor not in ("rules", "off"):
+            raise typer.BadParameter(f"{extractor!r}: use rules or off", param_hint="--extractor")
         result = run(str(data), system=system.value, limit=limit, progress=progress,
-                     retrieval=overrides or None, store=store)
+                     retrieval=overrides or None, store=store, extractor=extractor)
         if overrides:
             result["retrieval_settings"] = overrides
     report(f"LoCoMo ({system.value})", result, as_json)
