@@ -98,6 +98,7 @@ def test_import_claude_md_stores_typed_memories_that_cite_their_lines(project: P
 
     pitfall = next(m for m in memories(db, kinds=["pitfall"]))
     assert pitfall.text == "`python` is not on the PATH here; use `python3`."
+    assert pitfall.pinned  # people wrote it down: it does not decay
     # the episode it came from keeps the provenance: the file, its lines and section
     with Memory(db, config=Config(embedder="hash")) as m:
         (source,) = [m.get(s) for s in pitfall.sources]
@@ -174,6 +175,16 @@ def test_export_agents_md_replaces_only_its_block_and_plain_export_stays_jsonl(p
     text = agents.read_text()
     assert text.count("<!-- remem:begin -->") == 1 and "### Pitfalls" in text
     assert "use `pnpm`" in text and text.startswith("# Agents\n\nHuman notes stay.\n")
+
+    # rules imported from AGENTS.md itself are not repeated in its block
+    agents.write_text("# Agents\n\n- Never commit `.env` files.\n")
+    remem("import", "agents-md", "--db", str(db))
+    remem("export", "agents-md", "--out", "AGENTS.md", "--db", str(db))
+    assert agents.read_text().count("Never commit `.env` files.") == 1
+    (project / "CLAUDE.md").write_text("- Never commit `.env` files.\n")
+    remem("import", "claude-md", "--db", str(db))  # the same rule, from another file: merged
+    remem("export", "agents-md", "--out", "AGENTS.md", "--db", str(db))
+    assert agents.read_text().count("Never commit `.env` files.") == 1
 
     lines = remem("export", "--db", str(db), "--user", "alice").stdout.splitlines()
     assert lines and all(json.loads(line)["id"] for line in lines)

@@ -414,7 +414,8 @@ def _export_agents_md(out: Path | None, candidates: bool, *, db: Path | None, or
     start = (out.expanduser().resolve().parent if out is not None else Path.cwd())
     where = _agent_scope(org, user, agent, project, start)
     with open_memory(db) as m:
-        items = exporter.select(AgentMemory(m, where), include_candidates=candidates)
+        items = exporter.select(AgentMemory(m, where), include_candidates=candidates,
+                                target=out.expanduser().resolve() if out is not None else None)
     body = exporter.render(items, where.project)
     if out is None:
         typer.echo(f"{exporter.BEGIN}\n{body}\n{exporter.END}")

@@ -29,6 +29,8 @@ __all__ = [
     "program",
 ]
 
+_SECTIONS = {"core": "Core (follow these):", "working": "Relevant to this session:",
+             "recall": "Found for the task:"}
 #: The kinds an agent may propose, most useful at session start first.
 KIND_ORDER = ("pitfall", "convention", "preference", "project", "decision", "procedure",
               "skill", "files", "profile", "fact")
@@ -185,28 +187,24 @@ class AgentMemory:
 
     def bootstrap(self, *, budget_tokens: int = 800, query: str | None = None,
                   session_id: str | None = None) -> str:
-        """The digest to read at session start: pitfalls, conventions, preferences, the
-        project, within ``budget_tokens``; ``query`` adds what it finds."""
-        if hasattr(self.memory, "context"):
-            ctx = self.memory.context(query=query, budget_tokens=budget_tokens,
-                                      **self.scope.many(session_id))
-            if not ctx.text.strip():
-                return f"{self._heading()}: nothing yet."
-            stale = [m.id for m in ctx.memories if self.is_stale(m)]
-            note = (f"\nPossibly out of date (a file they cite changed): {', '.join(stale)}"
-                    if stale else "")
-            return f"{self._heading()}\n{ctx.text.strip()}{note}"
-        found: list[MemoryItem] = []
-        if query:
-            found = [h.memory for h in self._search(query, k=8, include_episodes=False)]
-        rank = {kind: i for i, kind in enumerate(KIND_ORDER)}
-        core = sorted(self._derived(500), key=lambda m: rank.get(m.kind, len(rank)))
-        seen: set[str] = set()
-        ordered = [m for m in [*core, *found] if not (m.id in seen or seen.add(m.id))]
-        lines = self._pack(ordered, budget_tokens)
-        if not lines:
-            return f"{self._heading()}: nothing yet."
-        return "\n".join([self._heading(), *lines])
+        """The digest to read at session start, within ``budget_tokens``: the core memories
+        (profile, preferences, conventions, project, pitfalls, approved skills), then the
+        session's working memory, then what ``query`` finds."""
+        ctx = self.memory.context(query=query, budget_tokens=budget_tokens,
+                                  **self.scope.many(session_id))
+        by_id = {m.id: m for m in ctx.memories}
+        out = [self._heading()]
+        spent = estimate_tokens(out[0])
+        for section, ids in ctx.sections.items():
+            items = [by_id[i] for i in ids if i in by_id]
+            lines = self._pack(items, budget_tokens - spent)
+            if not lines or spent >= budget_tokens:
+                continue
+            out += [_SECTIONS.get(section, section), *lines]
+            spent += sum(estimate_tokens(line) for line in lines)
+        if len(out) == 1:
+            return f"{out[0]}: nothing yet."
+        return "\n".join(out)
 
     def recall(self, query: str, *, files: Sequence[str] = (), error: str | None = None,
                kinds: Sequence[str] | None = None, budget_tokens: int = 800,
@@ -383,18 +381,18 @@ class AgentMemory:
 
     def remember(self, text: str, *, kind: str = "fact", subject: str | None = None,
                  files: Sequence[str] = (), metadata: dict[str, Any] | None = None,
-                 session_id: str | None = None) -> MemoryItem:
+                 session_id: str | None = None, pinned: bool = False) -> MemoryItem:
         """Propose a memory; ``files`` (``path`` or ``path:START-END``) become its anchors.
 
         The memory agent merges it with what is already known; the memory returned is
-        the one that holds it now.
+        the one that holds it now. ``pinned`` keeps it from decaying.
         """
         meta = dict(metadata or {})
         anchors = self._anchors(files)
         if anchors:
             meta["anchors"] = anchors
         return self.memory.remember(text, kind=kind, subject=subject, metadata=meta or None,
-                                    **self.scope.many(session_id))
+                                    pinned=pinned, **self.scope.many(session_id))
 
     def update(self, memory_id: str, text: str, *, reason: str | None = None) -> MemoryItem:
         """Give a memory new text; the old version stays in its history."""

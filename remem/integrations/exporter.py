@@ -10,6 +10,7 @@ from pathlib import Path
 
 from ..model import MemoryItem
 from .agent import AgentMemory
+from .anchors import relative
 from .files import upsert_block, write_atomic
 
 __all__ = ["BEGIN", "END", "KINDS", "render", "select", "write"]
@@ -21,11 +22,16 @@ KINDS = {"convention": "Conventions", "pitfall": "Pitfalls"}
 _TRUSTED = ("confirmed", "canonical")
 
 
-def select(agent: AgentMemory, *, include_candidates: bool = False) -> list[MemoryItem]:
+def select(agent: AgentMemory, *, include_candidates: bool = False,
+           target: Path | None = None) -> list[MemoryItem]:
     """The active conventions and pitfalls of the agent's scope that are confirmed,
-    canonical or pinned (every one with ``include_candidates``), oldest first."""
+    canonical or pinned (every one with ``include_candidates``), oldest first; not those
+    imported from ``target`` itself, which already says them."""
     page = agent.memory.list(kinds=list(KINDS), limit=1000, **agent.scope.many())
     chosen = [m for m in page if include_candidates or m.pinned or m.maturity in _TRUSTED]
+    if target is not None:
+        own = relative(target, agent.scope.root) if agent.scope.root else str(target)
+        chosen = [m for m in chosen if all(a["path"] != own for a in agent.anchors(m))]
     return sorted(chosen, key=lambda m: (list(KINDS).index(m.kind), m.created_at, m.id))
 
 
@@ -33,8 +39,9 @@ def render(items: list[MemoryItem], project: str | None) -> str:
     """The block's body: one section per kind, one line per memory."""
     title = f"## Conventions and pitfalls of {project}" if project else "## Conventions and pitfalls"
     out = [title, "",
-           "Kept by `remem export agents-md` from the project's confirmed memories; change the "
-           "memories (`remem list`, `remem forget`), not this block."]
+           "Kept by `remem export agents-md` from the memories remem trusts (confirmed, or "
+           "imported from instruction files); change those (`remem list`, `remem forget`), "
+           "not this block."]
     if not items:
         out += ["", "_No confirmed conventions or pitfalls yet._"]
     for kind, heading in KINDS.items():

@@ -48,6 +48,10 @@ def write_atomic(path: Path, data: bytes) -> None:
             f.write(data)
         if path.exists():
             os.chmod(tmp, path.stat().st_mode & 0o7777)
+        else:  # as an ordinary new file would be, not mkstemp's owner-only mode
+            mask = os.umask(0)
+            os.umask(mask)
+            os.chmod(tmp, 0o666 & ~mask)
         os.replace(tmp, path)
     except BaseException:
         os.unlink(tmp)

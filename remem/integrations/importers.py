@@ -14,8 +14,9 @@ memory; its kind comes from the heading and the wording:
 - ``project``: under an overview / architecture / structure / stack heading, and prose;
 - ``convention``: every other instruction.
 
-Every memory's metadata holds ``source`` (format, path, lines, section) and an anchor on
-those lines (see :mod:`remem.integrations.anchors`), so a later edit of the file marks it
+Each memory is pinned (people wrote it down; it does not decay). The episode it comes
+from holds ``source`` (format, path, lines, section) and an anchor on those lines (see
+:mod:`remem.integrations.anchors`) in its metadata, so a later edit of the file marks it
 ``stale?``. remem's own marked blocks are skipped.
 """
 
@@ -301,7 +302,9 @@ def import_files(agent: AgentMemory, fmt: Format, path: Path, *,
         where = relative(file, root)
         meta = {"source": {"format": fmt, "path": where, "lines": list(snippet.lines),
                            "section": str(snippet.section)}}
-        item = agent.remember(snippet.text, kind=snippet.kind, metadata=meta,
+        # a rule people wrote down is the team's word: pinned, it neither decays nor waits
+        # to be confirmed before `remem export agents-md` shows it
+        item = agent.remember(snippet.text, kind=snippet.kind, metadata=meta, pinned=True,
                               files=[f"{file.resolve()}:{snippet.start}-{snippet.end}"])
         out.append((file, snippet, item))
     return out
