@@ -4,6 +4,7 @@ orgs and users; oversized and malformed bodies; refusing to listen openly with n
 from __future__ import annotations
 
 from collections.abc import Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -34,9 +35,9 @@ class Secured:
     globex: str  # read, write, admin
 
 
-@pytest.fixture
-def secured(tmp_path: Path) -> Iterator[Secured]:
-    with service(tmp_path / "remem.db") as (memory, client):
+@contextmanager
+def secured_service(path: Path) -> Iterator[Secured]:
+    with service(path) as (memory, client):
         keys = KeyStore(memory.store)
         yield Secured(
             memory, client, keys,
@@ -48,6 +49,19 @@ def secured(tmp_path: Path) -> Iterator[Secured]:
         )
 
 
+@pytest.fixture
+def secured(tmp_path: Path) -> Iterator[Secured]:
+    with secured_service(tmp_path / "remem.db") as running:
+        yield running
+
+
+@pytest.fixture(scope="module")
+def locked(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Secured]:
+    """One server with keys for the tests that are refused and change nothing."""
+    with secured_service(tmp_path_factory.mktemp("locked") / "remem.db") as running:
+        yield running
+
+
 ROUTES = [("GET", "/v1/ready"), ("GET", "/v1/stats"), ("GET", "/v1/memories"),
           ("GET", "/v1/memories/e_x"), ("POST", "/v1/memories"), ("POST", "/v1/search"),
           ("POST", "/v1/flush"), ("DELETE", "/v1/memories/e_x"), ("GET", "/v1/events/stream"),
@@ -55,28 +69,28 @@ ROUTES = [("GET", "/v1/ready"), ("GET", "/v1/stats"), ("GET", "/v1/memories"),
 
 
 @pytest.mark.parametrize(("method", "path"), ROUTES)
-def test_without_a_key_every_route_but_health_is_refused(secured: Secured, method: str,
+def test_without_a_key_every_route_but_health_is_refused(locked: Secured, method: str,
                                                          path: str) -> None:
-    response = secured.client.request(method, path, json={"user_id": "alice", "messages": "hi"}
-                                      if method == "POST" else None)
+    response = locked.client.request(method, path, json={"user_id": "alice", "messages": "hi"}
+                                     if method == "POST" else None)
     assert response.status_code == 401
     assert response.json()["error"]["code"] == "missing_key"
     assert "Authorization: Bearer" in response.json()["error"]["message"]
     assert response.headers["www-authenticate"] == "Bearer"
-    assert secured.client.get("/v1/health").status_code == 200
+    assert locked.client.get("/v1/health").status_code == 200
 
 
 @pytest.mark.parametrize("header", ["Bearer rmk_not-a-key", "Basic YWxpY2U6c2VjcmV0", "Bearer"])
-def test_a_wrong_or_malformed_key_is_refused(secured: Secured, header: str) -> None:
-    response = secured.client.get("/v1/memories", headers={"Authorization": header})
+def test_a_wrong_or_malformed_key_is_refused(locked: Secured, header: str) -> None:
+    response = locked.client.get("/v1/memories", headers={"Authorization": header})
     assert response.status_code == 401
     assert response.json()["error"]["code"] == "invalid_key"
 
 
-def test_a_key_with_one_character_changed_is_refused(secured: Secured) -> None:
-    forged = secured.acme[:-1] + ("A" if secured.acme[-1] != "A" else "B")
-    assert secured.client.get("/v1/memories", headers=bearer(forged)).status_code == 401
-    assert secured.client.get("/v1/memories", headers=bearer(secured.acme)).status_code == 200
+def test_a_key_with_one_character_changed_is_refused(locked: Secured) -> None:
+    forged = locked.acme[:-1] + ("A" if locked.acme[-1] != "A" else "B")
+    assert locked.client.get("/v1/memories", headers=bearer(forged)).status_code == 401
+    assert locked.client.get("/v1/memories", headers=bearer(locked.acme)).status_code == 200
 
 
 def test_a_revoked_key_is_refused_from_then_on(secured: Secured) -> None:
@@ -112,6 +126,7 @@ def test_one_orgs_key_never_reaches_anothers_memories(secured: Secured) -> None:
         client.post("/v1/memories", json={"org_id": "globex", "messages": "x"}, headers=acme),
         client.post("/v1/remember", json={"org_id": "globex", "text": "x"}, headers=acme),
         client.get("/v1/tree", params={"org_id": "globex"}, headers=acme),
+        client.post("/v1/context", json={"org_id": "globex", "query": "nightingale"}, headers=acme),
         client.get("/v1/skills", params={"org_id": "globex"}, headers=acme),
     ]:
         assert response.status_code == 403
@@ -213,9 +228,9 @@ def test_oversized_bodies_get_413_and_write_nothing(tmp_path: Path) -> None:
         assert client.post("/v1/memories", json={"messages": "small"}).status_code == 201
 
 
-def test_malformed_json_with_a_valid_key_gets_400(secured: Secured) -> None:
-    response = secured.client.post("/v1/search", content=b'{"query": "x",}',
-                                   headers={**bearer(secured.acme), "content-type": "application/json"})
+def test_malformed_json_with_a_valid_key_gets_400(locked: Secured) -> None:
+    response = locked.client.post("/v1/search", content=b'{"query": "x",}',
+                                  headers={**bearer(locked.acme), "content-type": "application/json"})
     assert response.status_code == 400
     assert response.json()["error"]["code"] == "malformed_json"
 

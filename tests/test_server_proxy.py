@@ -99,6 +99,16 @@ def test_a_streamed_answer_is_passed_through_chunk_for_chunk(proxied: Proxied) -
     assert turns == [("user", QUESTION), ("assistant", proxied.model.reply)]
 
 
+def test_pasted_terminal_output_does_not_break_the_chat(proxied: Proxied) -> None:
+    question = "why did this fail?\n\x1b[31mERROR: pnpm not found\x1b[0m"
+    response = proxied.client.post("/v1/chat/completions", json=chat(question),
+                                   headers={"X-Remem-User": "alice", "X-Remem-Session": "s11"})
+    assert response.status_code == 200
+    assert proxied.model.requests[0]["json"]["messages"][-1]["content"] == question  # as sent
+    turns = wait_until(lambda: remembered(proxied.memory, "s11", user_id="alice"))
+    assert "ERROR: pnpm not found" in turns[0][1] and "\x1b" not in turns[0][1]
+
+
 @pytest.mark.parametrize("stream", [False, True])
 def test_an_upstream_error_is_a_502_that_says_what_the_model_said(tmp_path: Path, stream: bool) -> None:
     with StandInOpenAI(fail_status=404) as model, service(

@@ -222,6 +222,20 @@ def test_feedback_skills_and_the_mind_map(api: Api) -> None:
     assert client.post("/v1/decay").json() == {"archived": []}
 
 
+def test_context_gives_a_model_ready_block_within_its_budget(api: Api) -> None:
+    _, client = api
+    mid = client.post("/v1/remember", json={"text": "the team deploys with make ship",
+                                             "kind": "convention", "user_id": "alice"}).json()["id"]
+    context = client.post("/v1/context", json={"user_id": "alice", "query": "how do we deploy?",
+                                                "budget_tokens": 200}).json()
+    assert "make ship" in context["text"]
+    assert mid in [m["id"] for m in context["memories"]]
+    assert 0 < context["tokens"] <= 200
+    other = client.post("/v1/context", json={"user_id": "bob", "query": "how do we deploy?"}).json()
+    assert "make ship" not in other["text"]
+    assert client.post("/v1/context", json={"budget_tokens": 0}).status_code == 422
+
+
 def test_jobs_can_be_listed_cancelled_and_retried(tmp_path: Path) -> None:
     held = Config(embedder="hash", run_worker=False)  # no worker: jobs stay queued
     with service(tmp_path / "remem.db", held) as (_, client):

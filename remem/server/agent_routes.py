@@ -1,5 +1,5 @@
-"""The memory agent over HTTP: remember, feedback, the mind map, skills, decay, and the
-background jobs."""
+"""The memory agent over HTTP: remember, context, feedback, the mind map, skills, decay,
+and the background jobs."""
 
 from collections.abc import Callable
 from typing import Annotated, Any, Literal
@@ -9,7 +9,7 @@ from pydantic import BaseModel, ConfigDict, Field
 
 from ..errors import NotFoundError
 from ..memory import Memory
-from ..model import JobInfo, MemoryItem, TopicNode
+from ..model import Context, JobInfo, MemoryItem, TopicNode
 from .auth import Authenticator, Principal
 from .errors import ApiError
 from .routes import ERRORS, AgentQ, MemoryId, OrgQ, ProjectQ, UserQ
@@ -30,6 +30,14 @@ class RememberRequest(ScopeFields):
     role: str = "user"
     pinned: bool = Field(False, description="never archived by decay")
     metadata: dict[str, Any] | None = None
+
+
+class ContextRequest(ScopeFields):
+    """What to put in a model's context: the core memories, the session's working memory,
+    and what ``query`` finds, within a token budget."""
+
+    query: str | None = Field(None, examples=["how do we deploy?"])
+    budget_tokens: int = Field(1000, ge=1, le=100_000)
 
 
 class FeedbackRequest(OwnerFields):
@@ -74,7 +82,7 @@ def _job(call: Callable[[str], JobInfo], job_id: str) -> JobInfo:
 
 
 def agent_routes(memory: Memory, auth: Authenticator) -> APIRouter:
-    """Remember, feedback, tree, skills, decay and jobs."""
+    """Remember, context, feedback, tree, skills, decay and jobs."""
     router = APIRouter(prefix="/v1", responses=ERRORS)
     read: Callable[..., Principal] = auth.require("read")
     write: Callable[..., Principal] = auth.require("write")
@@ -88,6 +96,14 @@ def agent_routes(memory: Memory, auth: Authenticator) -> APIRouter:
                                user_id=user, agent_id=body.agent_id, project=body.project,
                                session_id=body.session_id, role=body.role, pinned=body.pinned,
                                metadata=body.metadata)
+
+    @router.post("/context", tags=["memory agent"])
+    def context(body: ContextRequest, who: Annotated[Principal, Depends(read)]) -> Context:
+        """A context block ready for a model (``text``), the memories in it and its tokens."""
+        org, user = who.confine(body.org_id, body.user_id)
+        return memory.context(org_id=org, user_id=user, agent_id=body.agent_id, project=body.project,
+                              session_id=body.session_id, query=body.query,
+                              budget_tokens=body.budget_tokens)
 
     @router.post("/memories/{memory_id}/feedback", tags=["memory agent"])
     def feedback(memory_id: MemoryId, body: FeedbackRequest,

@@ -5,6 +5,7 @@ model, passes its answer back unchanged and remembers the exchange."""
 
 import json
 import logging
+import re
 from collections.abc import AsyncIterator, Callable
 from dataclasses import dataclass
 from typing import Annotated, Any
@@ -19,17 +20,18 @@ from starlette.concurrency import run_in_threadpool
 from .._inputs import parse_scope
 from ..config import ServerConfig
 from ..memory import Memory
-from ..model import Hit
 from .auth import Authenticator, Principal
 from .errors import ApiError
 from .events import EventHub
 
-__all__ = ["ChatMessage", "ChatProxy", "ChatRequest", "proxy_routes", "render_hits"]
+__all__ = ["ChatMessage", "ChatProxy", "ChatRequest", "plain", "proxy_routes", "with_memory"]
 
 log = logging.getLogger(__name__)
 
 _TIMEOUT = httpx.Timeout(connect=10.0, read=300.0, write=60.0, pool=10.0)
 _MEMORY_HEADER = "X-Remem-Memories"
+_CONTROL = re.compile(r"[\x00-\x08\x0b\x0c\x0e-\x1f\x7f]")
+_QUERY_CHARS = 4000  # the end of a long message says best what it asks
 
 
 class ChatMessage(BaseModel):
@@ -60,18 +62,9 @@ def _text(content: str | list[dict[str, Any]] | None) -> str:
     return ""
 
 
-def render_hits(hits: list[Hit]) -> str:
-    """The memory block given to the model: one line per memory, with its date."""
-    if not hits:
-        return ""
-    lines = ["What you remember about this user from earlier conversations (most relevant "
-             "first; it may be out of date):"]
-    for hit in hits:
-        item = hit.memory
-        when = (item.event_time or item.created_at).date().isoformat()
-        who = f"{item.role}: " if item.role else ""
-        lines.append(f"- [{when}] {who}{' '.join(item.text.split())}")
-    return "\n".join(lines)
+def plain(text: str) -> str:
+    """``text`` without control characters (pasted terminal output), which remem refuses."""
+    return _CONTROL.sub(" ", text)
 
 
 def with_memory(messages: list[dict[str, Any]], block: str) -> list[dict[str, Any]]:
@@ -168,23 +161,19 @@ class ChatProxy:
     def recall(self, query: str, *, org_id: str | None, user_id: str, project: str | None,
                session_id: str | None) -> tuple[str, int]:
         """The memory block for ``query`` within the token budget, and how many memories it has."""
-        budget = self.config.context_budget_tokens
-        context = getattr(self.memory, "context", None)
-        if callable(context):
-            found = context(org_id=org_id, user_id=user_id, project=project, session_id=session_id,
-                            query=query, budget_tokens=budget)
-            return str(found.text or ""), len(found.memories)
-        hits = self.memory.search(query, org_id=org_id, user_id=user_id, project=project,
-                                  budget_tokens=budget)
-        return render_hits(hits), len(hits)
+        query = plain(query)[-_QUERY_CHARS:]
+        found = self.memory.context(org_id=org_id, user_id=user_id, project=project,
+                                    session_id=session_id, query=query if query.strip() else None,
+                                    budget_tokens=self.config.context_budget_tokens)
+        return found.text, len(found.memories)
 
     def record(self, exchange: _Exchange) -> None:
         """Remember the user's message and the answer as two new turns."""
         if not exchange.complete or not exchange.question or not exchange.question.strip():
             return
-        turns = [{"role": "user", "content": exchange.question}]
+        turns = [{"role": "user", "content": plain(exchange.question)}]
         if exchange.answer.strip():
-            turns.append({"role": "assistant", "content": exchange.answer})
+            turns.append({"role": "assistant", "content": plain(exchange.answer)})
         try:
             result = self.memory.add(turns, org_id=exchange.org_id, user_id=exchange.user_id,
                                      project=exchange.project, session_id=exchange.session_id,
