@@ -135,9 +135,8 @@ def test_a_failed_command_and_its_fix_become_a_warning_in_the_next_session(claud
 
 
 def test_garbage_input_and_a_broken_store_never_break_the_agent(claude: Agent) -> None:
-    junk = [b"", b"not json at all", b"[1, 2]", b'{"tool_input": 5}', b"\xff\xfe"]
-    for event, data in zip(["SessionStart", "PreToolUse", "PostToolUse", "UserPromptSubmit", "Stop"],
-                           junk, strict=True):
+    junk = [b"", b"\xff\xfe not json", b'{"tool_input": 5}']
+    for event, data in zip(["SessionStart", "PreToolUse", "PostToolUse"], junk, strict=True):
         code, out, seconds = claude.fire(event, data)
         assert (code, out) == (0, "") and seconds < 6
     store = Path(claude.env["REMEM_HOME"])

@@ -165,7 +165,19 @@ def test_check_command_gives_the_known_fix_and_corrections_keep_their_history(
             assert "kind" in await fails(s, "memory_remember", text="x", kind="gossip")
             assert "query" in await fails(s, "memory_recall", query="")
             assert "No skills" in await call(s, "skill_list")
-            assert "no memory" in await fails(s, "skill_get", name="deploy")
+            assert "no memory" in await fails(s, "skill_get", name="release")
+            # a procedure that worked three times becomes a skill candidate
+            for _ in range(3):
+                await call(s, "memory_remember", kind="procedure",
+                           text="To release: run `make build`, then `make release`. Outcome: success")
+            listed = await call(s, "skill_list")
+            assert "release (candidate)" in listed
+            assert "make release" in await call(s, "skill_get", name="release")
+            with Memory(tmp_path / "m.db", config=Config(embedder="hash")) as m:  # a person approves it
+                (skill,) = m.skills(user_id="bob", project="web")
+                m.approve_skill(skill.id, user_id="bob", project="web")
+            assert "release (approved)" in await call(s, "skill_list")
+            assert (await call(s, "skill_get", name="release")).startswith("---\nname: release")
     anyio.run(run)
     with Memory(tmp_path / "m.db", config=Config(embedder="hash")) as m:
         assert m.list(user_id="bob", project="web", kinds=["pitfall"], include_inactive=True)

@@ -16,6 +16,7 @@ from typing import Any, Literal
 from ..errors import NotFoundError, ValidationError
 from ..memory import Memory
 from ..model import AddResult, Hit, MemoryItem
+from ..organize.skills import skill_name
 from ..text import estimate_tokens
 from .anchors import anchor, anchors_of, changed, parse_file_spec, relative
 from .scope import AgentScope
@@ -361,10 +362,24 @@ class AgentMemory:
         """The skills known in scope (approved ones carry their SKILL.md)."""
         return list(self.memory.skills(**self.scope.owner()))
 
+    @staticmethod
+    def skill_name(item: MemoryItem) -> str:
+        """A skill's name: its task as lower-case words joined by dashes."""
+        task = item.metadata.get("task")
+        return skill_name(task) if isinstance(task, str) and task.strip() else item.id
+
+    def skills_text(self) -> str:
+        """The skills as lines: name, status (approved or candidate), what it does, id."""
+        found = self.skills()
+        if not found:
+            return "No skills yet."
+        return "\n".join(f"- {self.skill_name(s)} ({s.metadata.get('skill_status', 'candidate')}): "
+                         f"{_one_line(s.text, 200)} (id {s.id})" for s in found)
+
     def skill(self, name: str) -> str:
-        """A skill's SKILL.md (or its text while it is not approved), by id or name."""
+        """A skill's SKILL.md (or its text while it is not approved), by name or id."""
         for item in self.skills():
-            if name in (item.id, item.subject, item.metadata.get("name")):
+            if name in (item.id, self.skill_name(item), item.metadata.get("task")):
                 body = item.metadata.get("skill_md")
                 return body if isinstance(body, str) and body.strip() else item.text
         raise NotFoundError(name)

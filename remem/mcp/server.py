@@ -217,12 +217,7 @@ def build_server(agent: AgentMemory) -> MCPServer:
         """List the skills learned in this project: procedures that worked several times,
         each with its name. Read one with skill_get before doing that task."""
         with _as_tool_errors():
-            skills = agent.skills()
-            if not skills:
-                return "No skills yet."
-            return "\n".join(f"- {s.subject or s.metadata.get('name') or s.id}: "
-                             f"{' '.join(s.text.split())[:200]} (id {s.id}, {s.status})"
-                             for s in skills)
+            return agent.skills_text()
 
     @server.tool(annotations=reads, structured_output=False)
     def skill_get(
