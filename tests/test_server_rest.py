@@ -252,6 +252,19 @@ def test_jobs_can_be_listed_cancelled_and_retried(tmp_path: Path) -> None:
         assert client.get("/v1/jobs", params={"state": "sleeping"}).status_code == 422
 
 
+def test_an_add_whose_jobs_are_cancelled_still_ends_its_wait(tmp_path: Path) -> None:
+    held = Config(embedder="hash", run_worker=False)  # no worker: jobs stay queued
+    with service(tmp_path / "remem.db", held) as (_, client), \
+            client.stream("GET", "/v1/events/stream") as stream:
+        events = EventReader(stream)
+        added = client.post("/v1/memories", json={"messages": "hello"}).json()
+        assert events.next()[0] == "ingest"
+        for job_id in added["job_ids"]:
+            client.post(f"/v1/jobs/{job_id}/cancel")
+        kind, data = events.next()
+        assert (kind, data["episode_ids"], data["state"]) == ("ready", added["episode_ids"], "cancelled")
+
+
 def test_serve_says_how_to_install_the_server_extra(monkeypatch: pytest.MonkeyPatch,
                                                      tmp_path: Path) -> None:
     import importlib.util

@@ -24,7 +24,8 @@ __all__ = ["EventHub", "event_routes"]
 log = logging.getLogger(__name__)
 
 _QUEUE_SIZE = 1000
-_FINISHED = ("done", "failed")
+_UNFINISHED = ("queued", "running")
+_MAX_WAITING = 10_000  # adds whose readiness is watched; the oldest are dropped beyond it
 
 
 @dataclass(eq=False)  # kept in a set, by identity
@@ -96,7 +97,7 @@ class EventHub:
             return  # nobody to tell, now or when its jobs finish
         self._publish("ingest", event)
         if event["job_ids"]:
-            self._waiting.append(_Waiting(event, event["job_ids"]))
+            self._waiting = [*self._waiting[-(_MAX_WAITING - 1):], _Waiting(event, event["job_ids"])]
             self._wake.set()
 
     def _publish(self, kind: str, event: dict[str, Any]) -> None:
@@ -125,12 +126,12 @@ class EventHub:
                 continue
             still: list[_Waiting] = []
             for waiting in self._waiting:
-                mine = [states.get(j, "done") for j in waiting.job_ids]  # a purged job is over
-                if all(state in _FINISHED for state in mine):
-                    failed = "failed" in mine
-                    self._publish("ready", {**waiting.event, "state": "failed" if failed else "done"})
-                else:
+                mine = {states.get(j, "done") for j in waiting.job_ids}  # a purged job is over
+                if mine & set(_UNFINISHED):
                     still.append(waiting)
+                    continue
+                state = next((s for s in ("failed", "cancelled") if s in mine), "done")
+                self._publish("ready", {**waiting.event, "state": state})
             self._waiting = still
 
     @contextlib.asynccontextmanager

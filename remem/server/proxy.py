@@ -192,9 +192,15 @@ class ChatProxy:
 
     def _failed(self, status: int, body: bytes) -> ApiError:
         try:
-            error = json.loads(body).get("error")
-            detail = str(error.get("message") if isinstance(error, dict) else error)
-        except (ValueError, AttributeError):
+            parsed = json.loads(body)
+        except ValueError:
+            parsed = None
+        error = parsed.get("error") if isinstance(parsed, dict) else None
+        if isinstance(error, dict) and error.get("message"):
+            detail = str(error["message"])
+        elif isinstance(error, str):
+            detail = error
+        else:
             detail = body.decode("utf-8", "replace").strip()
         detail = " ".join(detail.split())[:500] or "(no message)"
         if self.config.upstream_api_key:
