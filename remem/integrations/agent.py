@@ -17,7 +17,7 @@ from ..errors import NotFoundError, ValidationError
 from ..memory import Memory
 from ..model import AddResult, Hit, MemoryItem
 from ..organize.skills import skill_name
-from ..text import estimate_tokens
+from ..text import estimate_tokens, words
 from .anchors import anchor, anchors_of, changed, parse_file_spec, relative
 from .scope import AgentScope
 
@@ -32,7 +32,7 @@ __all__ = [
 
 _SECTIONS = {"core": "Core (follow these):", "working": "Relevant to this session:",
              "recall": "Found for the task:"}
-#: The kinds an agent may propose, most useful at session start first.
+#: The kinds of memory an agent may propose.
 KIND_ORDER = ("pitfall", "convention", "preference", "project", "decision", "procedure",
               "skill", "files", "profile", "fact")
 RememberKind = Literal["pitfall", "convention", "preference", "project", "decision", "procedure",
@@ -43,7 +43,7 @@ Verdict = Literal["helpful", "wrong", "stale"]
 _ENV_FAILURE = re.compile(r"command not found|not recognized as|no such file or directory|"
                           r"is not installed|executable file not found|no module named",
                           re.IGNORECASE)
-_PREFIXES = ("sudo", "env", "time", "nohup", "exec", "command")
+_PREFIXES = ("sudo", "env", "time", "nohup", "exec")
 
 
 def program(command: str) -> str:
@@ -187,10 +187,11 @@ class AgentMemory:
     # --- reading ----------------------------------------------------------------------
 
     def bootstrap(self, *, budget_tokens: int = 800, query: str | None = None,
-                  session_id: str | None = None) -> str:
+                  session_id: str | None = None, if_empty: str | None = "nothing yet.") -> str:
         """The digest to read at session start, within ``budget_tokens``: the core memories
         (profile, preferences, conventions, project, pitfalls, approved skills), then the
-        session's working memory, then what ``query`` finds."""
+        session's working memory, then what ``query`` finds. With nothing known it says
+        ``if_empty`` (``None``: an empty string)."""
         ctx = self.memory.context(query=query, budget_tokens=budget_tokens,
                                   **self.scope.many(session_id))
         by_id = {m.id: m for m in ctx.memories}
@@ -204,7 +205,7 @@ class AgentMemory:
             out += [_SECTIONS.get(section, section), *lines]
             spent += sum(estimate_tokens(line) for line in lines)
         if len(out) == 1:
-            return f"{out[0]}: nothing yet."
+            return "" if if_empty is None else f"{out[0]}: {if_empty}"
         return "\n".join(out)
 
     def recall(self, query: str, *, files: Sequence[str] = (), error: str | None = None,
@@ -223,7 +224,7 @@ class AgentMemory:
         items = _distinct([h.memory for h in hits])
         if paths:
             known = {i.id for i in items}
-            items = [m for m in self._about_files(paths) if m.id not in known] + items
+            items = [m for m in self._about_files(paths) if m.id not in known][:5] + items
         lines = self._pack(items, budget_tokens)
         if not lines:
             return f"No memories match {_one_line(query, 120)!r}."
@@ -231,8 +232,10 @@ class AgentMemory:
 
     def prompt_context(self, prompt: str, *, session_id: str | None = None,
                        budget_tokens: int = 400, k: int = 5) -> str:
-        """The few memories worth adding to a user's prompt: distilled memories, and earlier
-        turns or events only where the prompt's words match them, never from this session."""
+        """The few memories worth adding to a user's prompt: those that share its words
+        (a prompt of a word or two, "yes", "go on", gets none), never from this session."""
+        if len(words(prompt)) < 3:
+            return ""
         hits = self.memory.search(prompt, k=k * 3, budget_tokens=budget_tokens * 2,
                                   include_episodes=True, **self.scope.many())
         keep = []
@@ -240,8 +243,8 @@ class AgentMemory:
             item = hit.memory
             if session_id and item.session_id == session_id:
                 continue  # already in the agent's context
-            if item.is_episode and "fulltext" not in hit.channels:
-                continue  # a raw turn that only sounds alike
+            if "fulltext" not in hit.channels:
+                continue  # only sounds alike: not worth tokens on every prompt
             keep.append(item)
         lines = self._pack(_distinct(keep)[:k], budget_tokens)
         if not lines:

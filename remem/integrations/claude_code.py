@@ -15,6 +15,7 @@ entry, and nothing else.
 from __future__ import annotations
 
 import os
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any, Literal
 
@@ -38,7 +39,7 @@ def paths(level: Level, root: Path) -> tuple[Path, Path]:
     return home / ".claude.json", home / ".claude" / "settings.json"
 
 
-def _add_server(entry: dict[str, Any]):  # type: ignore[no-untyped-def]
+def _add_server(entry: dict[str, Any]) -> Callable[[dict[str, Any]], None]:
     def change(data: dict[str, Any]) -> None:
         servers = data.setdefault("mcpServers", {})
         if not isinstance(servers, dict):
@@ -87,7 +88,7 @@ def _drop_hooks(data: dict[str, Any]) -> None:
         del data["hooks"]
 
 
-def _add_hooks(db: str | os.PathLike[str] | None):  # type: ignore[no-untyped-def]
+def _add_hooks(db: str | os.PathLike[str] | None) -> Callable[[dict[str, Any]], None]:
     def change(data: dict[str, Any]) -> None:
         hooks = data.get("hooks")
         if hooks is not None and not isinstance(hooks, dict):

@@ -14,12 +14,13 @@ Files, all in the project:
 from __future__ import annotations
 
 import os
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
 from ..errors import ConfigError
 from .common import AGENT_GUIDE, Change, hook_command, is_remem_command, is_remem_server, mcp_server_entry
-from .files import edit_json, prune_dirs, undo_json, write_atomic
+from .files import Outcome, edit_json, prune_dirs, undo_json, write_atomic
 from .hooks import CURSOR_EVENTS
 
 __all__ = ["RULE_MARK", "install", "uninstall"]
@@ -37,7 +38,7 @@ def _rule() -> str:
             f"alwaysApply: true\n---\n{RULE_MARK}\n\n# Project memory\n\n{AGENT_GUIDE}\n")
 
 
-def _add_server(entry: dict[str, Any]):  # type: ignore[no-untyped-def]
+def _add_server(entry: dict[str, Any]) -> Callable[[dict[str, Any]], None]:
     def change(data: dict[str, Any]) -> None:
         servers = data.setdefault("mcpServers", {})
         if not isinstance(servers, dict):
@@ -75,7 +76,7 @@ def _drop_hooks(data: dict[str, Any]) -> None:
         del data["hooks"]
 
 
-def _add_hooks(db: str | os.PathLike[str] | None):  # type: ignore[no-untyped-def]
+def _add_hooks(db: str | os.PathLike[str] | None) -> Callable[[dict[str, Any]], None]:
     def change(data: dict[str, Any]) -> None:
         hooks = data.get("hooks")
         if hooks is not None and (not isinstance(hooks, dict)
@@ -103,7 +104,7 @@ def install(root: Path, *, db: str | os.PathLike[str] | None = None) -> list[Cha
     before = rule_file.read_text(encoding="utf-8") if rule_file.exists() else None
     if before != rule:
         write_atomic(rule_file, rule.encode("utf-8"))
-    outcome = "unchanged" if before == rule else ("updated" if before is not None else "created")
+    outcome: Outcome = "unchanged" if before == rule else ("updated" if before is not None else "created")
     changes.append(Change(rule_file, outcome, "rule, alwaysApply"))
     return changes
 

@@ -152,8 +152,7 @@ def _claude(event: str, payload: HookInput, agent: AgentMemory, left: Callable[[
             ) -> dict[str, Any] | None:
     session = payload.session
     if event == "SessionStart":
-        return _context(event, agent.bootstrap(budget_tokens=800, session_id=session)
-                        if _knows_something(agent) else "")
+        return _context(event, agent.bootstrap(budget_tokens=800, session_id=session, if_empty=None))
     if event == "UserPromptSubmit":
         prompt = (payload.prompt or "").strip()
         if not prompt:
@@ -226,10 +225,6 @@ def _cursor(event: str, payload: HookInput, agent: AgentMemory, left: Callable[[
     elif event == "stop":
         agent.settle(max(0.0, left() - 0.3))
     return {}
-
-
-def _knows_something(agent: AgentMemory) -> bool:
-    return bool(agent.memory.list(limit=1, include_episodes=True, **agent.scope.many()))
 
 
 def answer(event: str, payload: HookInput, *, agent_name: Agent = "claude-code",

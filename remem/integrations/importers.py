@@ -157,8 +157,9 @@ def _blocks(lines: list[str]) -> Iterator[tuple[str, int, int, bool, int]]:
             yield "heading", i + 1, i + 1, False, 0
             i += 1
             continue
-        if _FENCE.match(line):
-            fence = _FENCE.match(line).group(1)  # type: ignore[union-attr]
+        opening = _FENCE.match(line)
+        if opening:
+            fence = opening.group(1)
             j = i + 1
             while j < len(lines) and not lines[j].strip().startswith(fence):
                 j += 1
