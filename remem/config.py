@@ -125,6 +125,8 @@ class Config(BaseModel):
     max_text_chars: int = Field(100_000, ge=1, description="one message's size limit")
     busy_timeout_s: float = Field(10.0, gt=0)
     worker_batch: int = Field(32, ge=1, description="passages embedded per worker step")
+    job_lease_s: float = Field(60.0, gt=0, description="a job a worker claimed is taken over "
+                               "by another worker when not finished (or renewed) in this time")
     job_backoff_s: float = Field(2.0, gt=0, description="a failed job waits this long, doubled "
                                  "at each further attempt, before it runs again")
     retrieval: RetrievalConfig = Field(default_factory=RetrievalConfig)
@@ -157,6 +159,9 @@ class Config(BaseModel):
                  if f"REMEM_{name.upper()}" in env}
         if agent:
             values["agent"] = agent
+        for name in ("job_lease_s", "job_backoff_s"):
+            if f"REMEM_{name.upper()}" in env:
+                values[name] = env[f"REMEM_{name.upper()}"]
         if "REMEM_EMBED_IN_BACKGROUND" in env:
             raw = env["REMEM_EMBED_IN_BACKGROUND"].strip().lower()
             if raw not in {"0", "1", "true", "false", "yes", "no"}:

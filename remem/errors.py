@@ -21,6 +21,7 @@ __all__ = [
     "EmbedderMismatchError",
     "EmbeddingError",
     "ExtractionError",
+    "JobNotFoundError",
     "LLMError",
     "LeaseLostError",
     "NotFoundError",
@@ -61,6 +62,14 @@ class NotFoundError(RememError, LookupError):
             f"no memory with id {memory_id!r} in this scope; "
             "check the id (e.g. with `remem list`) and the scope options"
         )
+
+
+class JobNotFoundError(NotFoundError):
+    """No background job with this id exists."""
+
+    def __init__(self, job_id: str) -> None:
+        self.memory_id = job_id
+        LookupError.__init__(self, f"no job with id {job_id!r}; see `remem jobs` for the ids")
 
 
 class StoreError(RememError):

@@ -5,6 +5,7 @@ from __future__ import annotations
 import asyncio
 import atexit
 import builtins
+import json
 import os
 import time
 import weakref
@@ -130,7 +131,8 @@ class Memory:
         self._prefetcher = Retriever(self.store, self.embedder,
                                      self.config.retrieval.model_copy(update={"weight_vector": 0.0}))
         self.worker = Worker(self.store, self.embedder, batch=self.config.worker_batch,
-                             backoff_s=self.config.job_backoff_s, handlers={
+                             lease_s=self.config.job_lease_s, backoff_s=self.config.job_backoff_s,
+                             handlers={
             "extract": extract_handler(self.store, self.extractor, self.agent),
             "prefetch": prefetch_handler(self.store, self._prefetcher, self.config.agent),
             "decay": decay_handler(self.store, self.config.agent),
@@ -201,8 +203,10 @@ class Memory:
                     job_ids.append(extract_id)
                 scope = items[-1].scope
                 if self.config.agent.prefetch and scope.session_id is not None:
-                    self.store.enqueue("prefetch", {"scope": scope.model_dump()}, job_id=new_id("j_"),
-                                       priority=-1, conn=conn)
+                    payload = {"scope": scope.model_dump()}  # one waiting prefetch per session
+                    self.store.enqueue("prefetch", payload, job_id=new_id("j_"), priority=-1,
+                                       key="prefetch:" + json.dumps(payload, sort_keys=True),
+                                       conn=conn)
         if job_ids and self.config.embed_in_background:
             self._pending.update(job_ids)
             if self.config.run_worker:

@@ -11,6 +11,7 @@ from . import (  # noqa: F401  (they register the commands)
     bench_extract,  # noqa: F401
     commands,
     demo,
+    memory_agent,
     serve,
     transfer,
 )

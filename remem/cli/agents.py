@@ -12,6 +12,8 @@ import typer
 from rich.text import Text
 
 from ..errors import ConfigError
+from ..integrations.claude_code import Level
+from ..integrations.common import Change
 from .app import DbOpt, OrgOpt, UserOpt, app, boundary, fail
 from .output import err_console, out_console
 
@@ -59,13 +61,18 @@ def mcp(
 ) -> None:
     """Run the MCP server: memory tools, resources and prompts for coding agents.
 
+    The memory is the user's in the project of the current directory (or of
+    $CLAUDE_PROJECT_DIR): its git root folder's name.
+
     Example: remem mcp --transport http --port 8421
     """
     from ..integrations.scope import resolve_scope
     from ..mcp import serve
 
     with boundary():
-        scope = resolve_scope(user=user, project=project, org=org)
+        # Claude Code names the project it starts the server for
+        where = os.environ.get("CLAUDE_PROJECT_DIR") or os.getcwd()
+        scope = resolve_scope(user=user, project=project, org=org, cwd=where)
         if transport is Transport.http:
             err_console().print(Text(f"remem MCP server on http://{host}:{port}/mcp "
                                      f"(user {scope.user_id}, project {scope.project})"))
@@ -81,7 +88,7 @@ def _project_root(folder: Path | None) -> Path:
     return project_root(here) or here
 
 
-def _report(changes: list, hint: str) -> None:  # type: ignore[type-arg]
+def _report(changes: list[Change], hint: str) -> None:
     console = out_console()
     for change in changes:
         console.print(Text(str(change)), soft_wrap=True)
@@ -106,7 +113,7 @@ def install(
     """
     from ..integrations import claude_code, codex, cursor
 
-    level = "project" if project_level else "user"
+    level: Level = "project" if project_level else "user"
     root = _project_root(folder)
     with boundary():
         if target is Target.claude_code:
@@ -137,7 +144,7 @@ def uninstall(
     from ..integrations import claude_code, codex, cursor
     from ..integrations.files import prune_dirs
 
-    level = "project" if project_level else "user"
+    level: Level = "project" if project_level else "user"
     root = _project_root(folder)
     with boundary():
         if target is Target.claude_code:

@@ -11,6 +11,7 @@ import pydantic
 import typer
 from rich.markup import escape
 
+from ..config import Config
 from ..errors import RememError
 from ..memory import Memory
 from .output import err_console
@@ -137,10 +138,10 @@ def boundary() -> Iterator[None]:
 
 
 @contextmanager
-def open_memory(db: Path | None) -> Iterator[Memory]:
+def open_memory(db: Path | None, config: Config | None = None) -> Iterator[Memory]:
     """A Memory on ``db`` (or the default file) inside the error boundary, closed after."""
     with boundary():
-        memory = Memory(db)
+        memory = Memory(db, config=config)
         try:
             yield memory
         finally:

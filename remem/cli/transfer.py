@@ -16,7 +16,7 @@ import tempfile
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import IO, Annotated, Any, Literal
+from typing import IO, Annotated, Any, Literal, cast
 
 import typer
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeRemainingColumn
@@ -335,14 +335,14 @@ def _import_instructions(fmt: str, path: Path | None, *, dry_run: bool, wait: bo
                          db: Path | None, org: str | None, user: str | None, agent: str | None,
                          project: str | None, as_json: bool) -> None:
     from ..integrations.agent import AgentMemory
-    from ..integrations.importers import import_files
+    from ..integrations.importers import Format, import_files
     from ..integrations.scope import project_root
 
     start = (path.parent if path is not None else Path.cwd()).expanduser().resolve()
     where = _agent_scope(org, user, agent, project, start)
     source = path if path is not None else _default_source(fmt, project_root(start) or start)
     with open_memory(db) as m:
-        done = import_files(AgentMemory(m, where), fmt, source, dry_run=dry_run)  # type: ignore[arg-type]
+        done = import_files(AgentMemory(m, where), cast(Format, fmt), source, dry_run=dry_run)
         if wait and not dry_run:
             m.flush()
     if as_json:

@@ -51,9 +51,6 @@ def prefetch_handler(store: SQLiteStore, retriever: Retriever, config: AgentConf
 
     def run(job: Job) -> None:
         scope = Scope(**job.payload["scope"])
-        if store.newer_job(job, "prefetch", {"scope": job.payload["scope"]}):
-            store.finish_job(job, {"skipped": "a newer prefetch of this session is queued"})
-            return
         warmed = prefetch(store, retriever, config, scope)
         store.finish_job(job, {"warmed": len(warmed)})
 

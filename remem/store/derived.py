@@ -13,7 +13,7 @@ import time
 from collections.abc import Iterator, Sequence
 from typing import Any
 
-from ..errors import LeaseLostError, NotFoundError, ValidationError
+from ..errors import JobNotFoundError, LeaseLostError, NotFoundError, ValidationError
 from ..model import JobInfo, MemoryItem, Scope
 from .base import Job
 
@@ -405,13 +405,6 @@ class DerivedOps:
                 raise LeaseLostError(f"job {job.id} was taken over by another worker; "
                                      "its results are discarded")
 
-    def newer_job(self, job: Job, kind: str, payload: dict[str, Any]) -> bool:
-        """True when a job of ``kind`` with this payload was queued after ``job``."""
-        return self.conn.execute(
-            "SELECT 1 FROM jobs WHERE kind = ? AND state = 'queued' AND rowid > ? "
-            "AND json_extract(payload, '$.scope') = json(?) LIMIT 1",
-            (kind, job.rowid, json.dumps(payload["scope"]))).fetchone() is not None
-
     def jobs(self, *, state: str | None = None, kind: str | None = None,
              limit: int = 50) -> list[JobInfo]:
         clauses, params = ["1"], []
@@ -428,7 +421,7 @@ class DerivedOps:
     def job(self, job_id: str) -> JobInfo:
         row = self.conn.execute(f"SELECT {_JOB_COLUMNS} FROM jobs WHERE id = ?", (job_id,)).fetchone()
         if row is None:
-            raise NotFoundError(job_id)
+            raise JobNotFoundError(job_id)
         return _job_info(row)
 
     def retry_job(self, job_id: str) -> JobInfo:

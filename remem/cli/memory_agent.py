@@ -1,0 +1,245 @@
+"""Commands of the memory agent and its jobs: remember, feedback, tree, skills, context,
+decay, jobs, worker."""
+
+from __future__ import annotations
+
+import signal
+from pathlib import Path
+from typing import Annotated
+
+import typer
+from rich.table import Table
+from rich.tree import Tree
+
+from ..config import Config
+from ..model import JobInfo, TopicNode
+from .app import (
+    AgentOpt,
+    DbOpt,
+    JsonOpt,
+    OrgOpt,
+    ProjectOpt,
+    SessionOpt,
+    UserOpt,
+    app,
+    open_memory,
+    scope,
+)
+from .commands import IdArg
+from .output import out_console, print_json, render_item, render_items
+
+jobs_app = typer.Typer(help="Background jobs: list, retry, cancel.", no_args_is_help=False,
+                       context_settings={"help_option_names": ["-h", "--help"]})
+app.add_typer(jobs_app, name="jobs")
+
+
+@app.command()
+def remember(
+    text: Annotated[str, typer.Argument(help="What to remember, in one sentence.")],
+    kind: Annotated[str, typer.Option(help="preference, profile, project, convention, pitfall, "
+                                      "procedure, decision, fact, event...")] = "fact",
+    subject: Annotated[str | None, typer.Option(help="Who or what it is about.")] = None,
+    pin: Annotated[bool, typer.Option(help="Never let it decay.")] = False,
+    db: DbOpt = None, org: OrgOpt = None, user: UserOpt = None, agent: AgentOpt = None,
+    project: ProjectOpt = None, session: SessionOpt = None, as_json: JsonOpt = False,
+) -> None:
+    """Propose a memory; the memory agent merges it with what is known.
+
+    Example: remem remember "Deploys go through make ship" --kind convention --project web
+    """
+    with open_memory(db) as m:
+        item = m.remember(text, kind=kind, subject=subject, pinned=pin,
+                          **scope(org, user, agent, project, session))
+    if as_json:
+        print_json(item.model_dump(mode="json"))
+    else:
+        render_item(item, out_console())
+
+
+@app.command()
+def feedback(
+    memory_id: IdArg,
+    verdict: Annotated[str, typer.Argument(help="helpful, wrong or stale.")],
+    note: Annotated[str | None, typer.Option(help="Why, kept in the memory's history.")] = None,
+    db: DbOpt = None, org: OrgOpt = None, user: UserOpt = None, agent: AgentOpt = None,
+    project: ProjectOpt = None, as_json: JsonOpt = False,
+) -> None:
+    """Say how a memory did: helpful strengthens it, wrong forgets it, stale archives it.
+
+    Example: remem feedback m_01a2... wrong --note "we moved to pnpm"
+    """
+    with open_memory(db) as m:
+        item = m.feedback(memory_id, verdict, note, **scope(org, user, agent, project))
+    if as_json:
+        print_json(item.model_dump(mode="json"))
+    else:
+        render_item(item, out_console())
+
+
+def _rich_tree(node: TopicNode, into: Tree) -> None:
+    for child in node.children:
+        branch = into.add(f"[bold]{child.label}[/bold] [dim]({child.size})[/dim]")
+        for mem in child.memories:
+            branch.add(f"[cyan]{mem.kind}[/cyan] {mem.text} [dim]{mem.id}[/dim]")
+        _rich_tree(child, branch)
+
+
+@app.command()
+def tree(
+    db: DbOpt = None, org: OrgOpt = None, user: UserOpt = None, agent: AgentOpt = None,
+    project: ProjectOpt = None, as_json: JsonOpt = False,
+) -> None:
+    """Print the mind map: topics, subtopics and the memories under them.
+
+    Example: remem tree --user alice --project web
+    """
+    with open_memory(db) as m:
+        root = m.tree(**scope(org, user, agent, project))
+    if as_json:
+        print_json(root.model_dump(mode="json"))
+        return
+    shown = Tree(f"[bold]memories[/bold] [dim]({root.size})[/dim]")
+    _rich_tree(root, shown)
+    out_console().print(shown)
+
+
+@app.command()
+def skills(
+    status: Annotated[str | None, typer.Option(help="candidate or approved.")] = None,
+    approve: Annotated[str | None, typer.Option(help="Approve this skill candidate (its id).")] = None,
+    out: Annotated[Path | None, typer.Option(
+        help="Write each approved skill to OUT/<name>/SKILL.md.", file_okay=False)] = None,
+    db: DbOpt = None, org: OrgOpt = None, user: UserOpt = None, agent: AgentOpt = None,
+    project: ProjectOpt = None, as_json: JsonOpt = False,
+) -> None:
+    """List skill candidates and approved skills; approve one; write SKILL.md files.
+
+    Example: remem skills --approve m_01a2... --out .claude/skills
+    """
+    where = scope(org, user, agent, project)
+    with open_memory(db) as m:
+        if approve is not None:
+            m.approve_skill(approve, **where)
+        found = m.skills(status=status, **where)
+    written = []
+    if out is not None:
+        from ..organize.skills import skill_name
+
+        for skill in found:
+            md = skill.metadata.get("skill_md")
+            if md:
+                path = out / skill_name(str(skill.metadata.get("task", skill.id))) / "SKILL.md"
+                path.parent.mkdir(parents=True, exist_ok=True)
+                path.write_text(md, encoding="utf-8")
+                written.append(str(path))
+    if as_json:
+        print_json({"skills": [s.model_dump(mode="json") for s in found], "written": written})
+        return
+    render_items(found, out_console())
+    for path in written:
+        out_console().print(f"wrote {path}")
+
+
+@app.command()
+def context(
+    query: Annotated[str | None, typer.Argument(help="What the model is about to be asked.")] = None,
+    budget: Annotated[int, typer.Option(help="Token budget of the block.")] = 1000,
+    db: DbOpt = None, org: OrgOpt = None, user: UserOpt = None, agent: AgentOpt = None,
+    project: ProjectOpt = None, session: SessionOpt = None, as_json: JsonOpt = False,
+) -> None:
+    """Print the context block a model would get: core memories, working memory, recall.
+
+    Example: remem context "how do we deploy?" --user alice --project web
+    """
+    with open_memory(db) as m:
+        ctx = m.context(query=query, budget_tokens=budget, **scope(org, user, agent, project, session))
+    if as_json:
+        print_json(ctx.model_dump(mode="json"))
+    else:
+        typer.echo(ctx.text)
+
+
+@app.command()
+def decay(
+    now: Annotated[str | None, typer.Option(help="Decay as of this time (ISO 8601).")] = None,
+    db: DbOpt = None, as_json: JsonOpt = False,
+) -> None:
+    """Archive memories whose strength fell under the threshold (pinned ones never).
+
+    Example: remem decay
+    """
+    with open_memory(db) as m:
+        archived = m.decay(now=now)
+    if as_json:
+        print_json({"archived": archived})
+    else:
+        typer.echo(f"archived {len(archived)} memories")
+
+
+def _render_jobs(jobs: list[JobInfo]) -> None:
+    table = Table(show_lines=False)
+    table.add_column("id", no_wrap=True)
+    for col in ("kind", "state", "attempts", "updated", "error / result"):
+        table.add_column(col)
+    for j in jobs:
+        detail = j.last_error or ("" if j.result is None else str(j.result))
+        table.add_row(j.id, j.kind, j.state, f"{j.attempts}/{j.max_attempts}",
+                      f"{j.updated_at:%Y-%m-%d %H:%M:%S}", detail[:80])
+    out_console().print(table)
+
+
+@jobs_app.callback(invoke_without_command=True)
+def jobs(
+    ctx: typer.Context,
+    state: Annotated[str | None, typer.Option(help="queued, running, done, failed or cancelled.")] = None,
+    kind: Annotated[str | None, typer.Option(help="embed, extract, prefetch, decay...")] = None,
+    limit: Annotated[int, typer.Option(min=1, max=1000)] = 50,
+    db: DbOpt = None, as_json: JsonOpt = False,
+) -> None:
+    """List background jobs, newest first (with `retry ID` / `cancel ID`).
+
+    Example: remem jobs --state failed
+    """
+    if ctx.invoked_subcommand is not None:
+        return
+    with open_memory(db) as m:
+        found = m.jobs(state=state, kind=kind, limit=limit)
+    if as_json:
+        print_json([j.model_dump(mode="json") for j in found])
+    else:
+        _render_jobs(found)
+
+
+@jobs_app.command()
+def retry(job_id: Annotated[str, typer.Argument(help="A failed or cancelled job's id.")],
+          db: DbOpt = None, as_json: JsonOpt = False) -> None:
+    """Queue a failed job again."""
+    with open_memory(db) as m:
+        job = m.retry_job(job_id)
+    print_json(job.model_dump(mode="json")) if as_json else _render_jobs([job])
+
+
+@jobs_app.command()
+def cancel(job_id: Annotated[str, typer.Argument(help="A queued or failed job's id.")],
+           db: DbOpt = None, as_json: JsonOpt = False) -> None:
+    """Cancel a queued job."""
+    with open_memory(db) as m:
+        job = m.cancel_job(job_id)
+    print_json(job.model_dump(mode="json")) if as_json else _render_jobs([job])
+
+
+@app.command()
+def worker(db: DbOpt = None) -> None:
+    """Run background jobs in this process until interrupted (for servers: start one or
+    more beside the processes that add; they share the store).
+
+    Example: remem worker --db /srv/remem.db
+    """
+    with open_memory(db, Config.from_env(run_worker=False)) as m:
+        stop = m.worker.stop
+        signal.signal(signal.SIGTERM, lambda *_: stop())
+        out_console().print(f"remem worker on {m.path}; Ctrl-C stops it")
+        try:
+            m.worker.run_forever()
+        except KeyboardInterrupt:
+            pass

@@ -1,0 +1,99 @@
+"""Jobs survive crashes and concurrency: a worker process killed in the middle of a job,
+and two processes adding at once, each with its own worker (real processes, one file)."""
+
+from __future__ import annotations
+
+import os
+import signal
+import subprocess
+import sys
+import time
+from collections import Counter
+from pathlib import Path
+
+from standin_chat import Reply, StandInChatServer, answer
+
+from remem import Config, Memory
+from remem.config import AgentConfig
+
+WORKER = [sys.executable, "-c", "from remem.cli import main; main()", "worker"]
+
+CLASSIFIED = answer({"topic": "tooling", "kinds": ["preference"]})
+EXTRACTED = answer({"memories": [{"kind": "preference", "text": "User prefers pnpm over npm",
+                                  "subject": "user", "sources": [1], "confidence": 0.9}]})
+VERIFIED = answer({"verdicts": [{"candidate": 1, "supported": True, "subject_ok": True,
+                                 "reason": ""}]})
+
+
+def wait_until(check, timeout: float = 30.0) -> None:  # type: ignore[no-untyped-def]
+    deadline = time.monotonic() + timeout
+    while not check():
+        assert time.monotonic() < deadline, "timed out"
+        time.sleep(0.05)
+
+
+def test_a_worker_killed_in_the_middle_of_a_job_is_taken_over_once(tmp_path: Path) -> None:
+    db = tmp_path / "crash.db"
+    # the first request hangs (the model is "thinking") until the worker is killed
+    server = StandInChatServer([Reply(content="{}", delay_s=30), CLASSIFIED, EXTRACTED, VERIFIED])
+    env = {**os.environ, "REMEM_EMBEDDER": "hash", "REMEM_EXTRACTOR": "llm",
+           "REMEM_LLM_BASE_URL": server.base_url, "REMEM_JOB_LEASE_S": "1"}
+    config = Config(embedder="hash", run_worker=False,
+                    agent=AgentConfig(extractor="llm", llm_base_url=server.base_url))
+    try:
+        with Memory(db, config=config) as m:
+            added = m.add([{"role": "user", "content": "I prefer pnpm over npm."}],
+                          user_id="alice", session_id="s1")
+        first = subprocess.Popen([*WORKER, "--db", str(db)], env=env, stdout=subprocess.DEVNULL,
+                                 stderr=subprocess.DEVNULL)
+        wait_until(lambda: len(server.requests) == 1)  # mid-job: the extract call is out
+        first.send_signal(signal.SIGKILL)
+        first.wait()
+        second = subprocess.Popen([*WORKER, "--db", str(db)], env=env, stdout=subprocess.DEVNULL,
+                                  stderr=subprocess.DEVNULL)
+        try:
+            with Memory(db, config=config) as m:
+                wait_until(lambda: {j.state for j in m.jobs(kind="extract")} == {"done"})
+                (job,) = m.jobs(kind="extract")
+                memories = m.list(user_id="alice")
+        finally:
+            second.send_signal(signal.SIGTERM)
+            assert second.wait(timeout=10) == 0
+    finally:
+        server.close()
+
+    assert job.attempts == 2  # the killed attempt, then the one that finished
+    assert [(x.text, x.sources) for x in memories] == [("User prefers pnpm over npm",
+                                                         added.episode_ids)]
+
+
+ADDER = """
+import sys
+from remem import Config, Memory
+path, tag, n = sys.argv[1], sys.argv[2], int(sys.argv[3])
+with Memory(path, config=Config(embedder="hash")) as m:
+    for i in range(n):
+        m.add([{"role": "user", "content": f"I prefer tool{tag}{i}x."}], user_id="u",
+              session_id=f"{tag}{i % 7}")
+    assert m.flush(timeout=120)
+"""
+
+
+def test_two_processes_adding_at_once_extract_every_episode_exactly_once(tmp_path: Path) -> None:
+    db = tmp_path / "two.db"
+    procs = [subprocess.Popen([sys.executable, "-c", ADDER, str(db), tag, "500"])
+             for tag in ("a", "b")]
+    assert [p.wait(timeout=300) for p in procs] == [0, 0]
+
+    with Memory(db, config=Config(embedder="hash")) as m:
+        assert m.flush(timeout=60)
+        jobs = m.jobs(kind="extract", limit=1000)
+        memories = list(m.export(user_id="u", include_episodes=False))
+        stats = m.stats()
+
+    assert stats.episodes == 1000
+    assert len(jobs) == 1000 and {j.state for j in jobs} == {"done"}
+    assert len(memories) == 1000
+    cited = Counter(s for x in memories for s in x.sources)
+    assert len(cited) == 1000 and set(cited.values()) == {1}
+    assert len({x.text for x in memories}) == 1000
