@@ -218,3 +218,15 @@ def test_the_server_also_speaks_streamable_http(tmp_path: Path, project: Path) -
     finally:
         server.terminate()
         server.wait(timeout=10)
+
+
+def test_without_the_mcp_sdk_remem_still_works_and_says_what_to_install(tmp_path: Path) -> None:
+    script = ("import sys; sys.modules['mcp'] = None\n"  # as if the server extra were not installed
+              "import remem.cli, remem.integrations.hooks\n"
+              "sys.argv = ['remem', 'mcp', '--db', 'm.db']\n"
+              "remem.cli.main()\n")
+    done = subprocess.run([sys.executable, "-c", script], cwd=tmp_path, capture_output=True,
+                          text=True, env={**os.environ, **_env(tmp_path)}, timeout=60)
+    assert done.returncode == 1
+    assert 'pip install "remem[server]"' in done.stderr
+    assert not (tmp_path / "m.db").exists()
