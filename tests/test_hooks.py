@@ -172,8 +172,10 @@ def test_cursor_hooks_capture_commands_and_edits_and_answer_json(
     cursor = Agent(root, env, {event: entries[0]["command"] for event, entries in hooks["hooks"].items()})
     common = {"conversation_id": "c1", "generation_id": "g1", "workspace_roots": [str(root)]}
     code, out, _ = cursor.fire("afterShellExecution", {
-        **common, "hook_event_name": "afterShellExecution", "command": "npm test",
-        "cwd": str(root), "output": "npm ERR! missing script: test", "duration": 120})
+        **common, "hook_event_name": "afterShellExecution",
+        "command": "NPM_TOKEN=npm_0123456789abcdef npm test", "cwd": str(root),
+        "output": "npm ERR! missing script: test\nusing key sk-proj-0123456789abcdefghij",
+        "duration": 120})
     assert (code, json.loads(out)) == (0, {})
     code, out, _ = cursor.fire("afterFileEdit", {
         **common, "hook_event_name": "afterFileEdit", "file_path": str(root / "src" / "app.ts"),
@@ -185,3 +187,6 @@ def test_cursor_hooks_capture_commands_and_edits_and_answer_json(
         events = [e.metadata["event"] for e in m.list(kinds=["event"], user_id="alice", project="shop")]
     assert {e["type"] for e in events} == {"tool_call", "file_edit"}
     assert any(e.get("path") == "src/app.ts" for e in events)
+    (shell,) = [e for e in events if e["type"] == "tool_call"]
+    assert shell["command"] == "NPM_TOKEN=*** npm test"  # credentials never reach the store
+    assert "sk-proj" not in shell["output"] and "missing script" in shell["output"]

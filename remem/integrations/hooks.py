@@ -1,6 +1,8 @@
 """``remem hook EVENT``: the agent hooks, answered in the format each agent expects.
 
-A hook must never block or break the agent: :func:`run_hook` fails open. Any error,
+What hooks store is stored without anyone choosing it, so the credentials it seems to
+hold are masked first (:mod:`remem.integrations.redact`). A hook must never block or
+break the agent: :func:`run_hook` fails open. Any error,
 garbage on stdin, or a store that cannot be opened gives an empty answer (exit code 0),
 and the work runs against a hard deadline, past which the answer is empty too.
 
@@ -43,6 +45,7 @@ from ..config import Config
 from ..memory import Memory
 from .agent import AgentMemory
 from .anchors import relative
+from .redact import redact
 from .scope import resolve_scope
 
 __all__ = [
@@ -118,7 +121,8 @@ class HookInput(BaseModel):
 
 
 def _tail(text: str, limit: int = _OUTPUT_TAIL) -> str:
-    return text if len(text) <= limit else "…" + text[-limit:]
+    """The end of a command's output, secrets masked."""
+    return redact(text if len(text) <= limit else "…" + text[-limit:])
 
 
 def _context(event: str, text: str) -> dict[str, Any] | None:
@@ -158,7 +162,7 @@ def _claude(event: str, payload: HookInput, agent: AgentMemory, left: Callable[[
         if not prompt:
             return None
         found = agent.prompt_context(prompt, session_id=session)  # before this turn is stored
-        agent.say("user", prompt, session_id=session)
+        agent.say("user", redact(prompt), session_id=session)
         return _context(event, found)
     tool = payload.tool_name or ""
     if event == "PreToolUse":
@@ -188,7 +192,7 @@ def _claude(event: str, payload: HookInput, agent: AgentMemory, left: Callable[[
                 output = _tail(error)
             else:
                 output, code = _bash_output(payload.tool_response)
-            agent.capture([{"type": "tool_call", "tool": "Bash", "command": command,
+            agent.capture([{"type": "tool_call", "tool": "Bash", "command": redact(command),
                             "exit_code": code, "output": output or None}], session_id=session)
         elif tool in _EDIT_TOOLS and (path := _edited_path(agent, payload)):
             if failed:
@@ -204,7 +208,7 @@ def _claude(event: str, payload: HookInput, agent: AgentMemory, left: Callable[[
     if event in ("PreCompact", "Stop", "SessionEnd"):
         last = payload.last_assistant_message
         if event == "Stop" and isinstance(last, str) and last.strip():
-            agent.say("assistant", last, session_id=session)
+            agent.say("assistant", redact(last), session_id=session)
         agent.settle(max(0.0, left() - 0.3))
         return None
     return None
@@ -215,7 +219,7 @@ def _cursor(event: str, payload: HookInput, agent: AgentMemory, left: Callable[[
     session = payload.session
     if event == "afterShellExecution" and payload.command and payload.command.strip():
         code = payload.model_extra.get("exit_code") if payload.model_extra else None
-        agent.capture([{"type": "tool_call", "tool": "Shell", "command": payload.command,
+        agent.capture([{"type": "tool_call", "tool": "Shell", "command": redact(payload.command),
                         "exit_code": code if isinstance(code, int) else None,
                         "output": _tail(payload.output or "") or None}], session_id=session)
         agent.settle(max(0.0, left() - 0.3))
