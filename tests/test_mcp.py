@@ -230,3 +230,14 @@ def test_without_the_mcp_sdk_remem_still_works_and_says_what_to_install(tmp_path
     assert done.returncode == 1
     assert 'pip install "remem[server]"' in done.stderr
     assert not (tmp_path / "m.db").exists()
+
+
+def test_http_on_a_reachable_address_needs_an_explicit_yes(tmp_path: Path) -> None:
+    from typer.testing import CliRunner
+
+    from remem.cli import app
+
+    result = CliRunner().invoke(app, ["mcp", "--transport", "http", "--host", "0.0.0.0",
+                                      "--db", str(tmp_path / "m.db")])
+    assert result.exit_code == 1 and "no authentication" in result.output
+    assert not (tmp_path / "m.db").exists()

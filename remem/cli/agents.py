@@ -54,6 +54,10 @@ def mcp(
         "http://HOST:PORT/mcp.")] = Transport.stdio,
     host: Annotated[str, typer.Option(help="Address to listen on (http).")] = "127.0.0.1",
     port: Annotated[int, typer.Option(help="Port to listen on (http).", min=1, max=65535)] = 8421,
+    allow_remote: Annotated[bool, typer.Option(
+        "--allow-remote", help="Listen on an address other machines can reach (http). The MCP "
+        "server has no authentication: anyone who reaches the port can read and change the "
+        "memory.")] = False,
     db: DbOpt = None, org: OrgOpt = None,
     user: Annotated[str | None, typer.Option(
         "--user", help="User id (default: $REMEM_USER, else the OS user name).")] = None,
@@ -69,6 +73,9 @@ def mcp(
     from ..integrations.scope import resolve_scope
     from ..mcp import serve
 
+    if transport is Transport.http and not allow_remote and not _loopback(host):
+        fail(f"{host} can be reached from other machines and the MCP server has no "
+             "authentication; listen on 127.0.0.1, or pass --allow-remote if you accept that")
     with boundary():
         # Claude Code names the project it starts the server for
         where = os.environ.get("CLAUDE_PROJECT_DIR") or os.getcwd()
@@ -77,6 +84,17 @@ def mcp(
             err_console().print(Text(f"remem MCP server on http://{host}:{port}/mcp "
                                      f"(user {scope.user_id}, project {scope.project})"))
         serve(transport=transport.value, host=host, port=port, db=db, scope=scope)
+
+
+def _loopback(host: str) -> bool:
+    import ipaddress
+
+    if host == "localhost":
+        return True
+    try:
+        return ipaddress.ip_address(host).is_loopback
+    except ValueError:
+        return False
 
 
 def _project_root(folder: Path | None) -> Path:
