@@ -102,6 +102,25 @@ def locomo(
 
 
 @bench_app.command()
+def agent(
+    data: Annotated[Path, typer.Option(
+        exists=True, dir_okay=False, help="The LoCoMo data file (locomo10.json).")],
+    conversation: Annotated[int, typer.Option(min=0, help="Which conversation (0 = the first).")] = 0,
+    sample: Annotated[int, typer.Option(min=1, help="Memories to print for a check by hand.")] = 50,
+    as_json: JsonOpt = False,
+) -> None:
+    """Run the memory agent on one LoCoMo conversation, twice: memory counts, subjects.
+
+    Example: remem bench agent --data locomo10.json --conversation 0 --json
+    """
+    from ..bench.agent import run
+
+    with boundary():
+        result = run(str(data), conversation=conversation, sample=sample)
+    report("Memory agent on LoCoMo", result, as_json)
+
+
+@bench_app.command()
 def scale(
     n: Annotated[int, typer.Option("--n", min=1, help="How many memories to store.")] = 100_000,
     queries: Annotated[int, typer.Option(min=1, help="How many searches to time.")] = 200,

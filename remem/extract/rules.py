@@ -294,6 +294,8 @@ class RulesExtractor:
             event_time = date.start
         if rule.about == "speaker" or (rule.kind == "fact" and _LOCAL.search(part.clause)):
             subject = ep.speaker
+        elif ep.project is None and ep.speaker != "user" and not ep.is_agent:
+            subject = ep.speaker  # "we decided ..." in a chat between people, not about a project
         else:
             subject = ep.project or "project"
         tags = [lang] + (["communication-style"] if ".style." in rule.name else [])
