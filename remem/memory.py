@@ -137,7 +137,7 @@ class Memory:
             "prefetch": prefetch_handler(self.store, self._prefetcher, self.config.agent),
             "decay": decay_handler(self.store, self.config.agent),
         })
-        self._core_cache: dict[Scope, tuple[tuple[int, int], builtins.list[MemoryItem]]] = {}
+        self._context_cache: dict[tuple[Scope, int], tuple[tuple[int, int], Context]] = {}
         self._pending: set[str] = set()
         self._closed = False
         atexit.register(_close_at_exit, weakref.ref(self))
@@ -403,20 +403,19 @@ class Memory:
 
     # --- context for a model ----------------------------------------------------------
 
-    def _core(self, scope: Scope) -> builtins.list[MemoryItem]:
-        """The core memories of a scope in their stable order, cached until the store
-        changes (another connection's commit, or a write of this thread)."""
+    def _store_version(self) -> tuple[int, int]:
+        """Changes whenever the store does: another connection's commit, or a write
+        through this thread's connection."""
         conn = self.store.conn
         (version,) = conn.execute("PRAGMA data_version").fetchone()
-        key = (int(version), conn.total_changes)
-        cached = self._core_cache.get(scope)
-        if cached is not None and cached[0] == key:
-            return cached[1]
+        return int(version), conn.total_changes
+
+    def _core(self, scope: Scope) -> builtins.list[MemoryItem]:
+        """The core memories of a scope in their stable order."""
         found = self.store.derived(scope, CORE_KINDS, limit=2000)
         found = [m for m in found if m.kind != "skill" or m.metadata.get("skill_status") == "approved"]
         found.sort(key=lambda m: (CORE_KINDS.index(m.kind), _MATURITY_ORDER.get(m.maturity, 3),
                                   m.created_at, m.id))
-        self._core_cache[scope] = (key, found)
         return found
 
     def context(self, *, org_id: str | None = None, user_id: str | None = None,
@@ -437,6 +436,11 @@ class Memory:
                             session_id=session_id)
         if query is not None:
             query = clean_text(query, "query", self.config.max_text_chars)
+        # without a query the block depends only on the store: reuse it until that changes
+        version = self._store_version()
+        cached = self._context_cache.get((scope, budget_tokens)) if query is None else None
+        if cached is not None and cached[0] == version:
+            return cached[1]
         taken: dict[str, MemoryItem] = {}
         sections: dict[str, builtins.list[str]] = {"core": [], "working": [], "recall": []}
         lines: dict[str, builtins.list[str]] = {"core": [], "working": [], "recall": []}
@@ -472,8 +476,13 @@ class Memory:
         titles = {"core": "What you know about this user and project",
                   "working": "Relevant to this session", "recall": "Found for the request"}
         text = "\n\n".join(f"## {titles[s]}\n" + "\n".join(lines[s]) for s in lines if lines[s])
-        return Context(text=text, memories=builtins.list(taken.values()), tokens=used,
-                       core_tokens=core_tokens, sections=sections)
+        ctx = Context(text=text, memories=builtins.list(taken.values()), tokens=used,
+                      core_tokens=core_tokens, sections=sections)
+        if query is None:
+            if len(self._context_cache) > 256:
+                self._context_cache.clear()
+            self._context_cache[(scope, budget_tokens)] = (version, ctx)
+        return ctx
 
     def prefetch(self, *, org_id: str | None = None, user_id: str | None = None,
                  agent_id: str | None = None, project: str | None = None,

@@ -120,6 +120,42 @@ def agent(
     report("Memory agent on LoCoMo", result, as_json)
 
 
+@bench_app.command("context")
+def context_speed(
+    n: Annotated[int, typer.Option("--n", min=1, help="Memories in the scope.")] = 100_000,
+    calls: Annotated[int, typer.Option(min=1, help="Warm calls to time.")] = 500,
+    as_json: JsonOpt = False,
+) -> None:
+    """Time Memory.context() cold and warm, with and without a query, at N memories.
+
+    Example: remem bench context --n 100000 --json
+    """
+    from ..bench.context import scale as run
+
+    with boundary():
+        result = run(n, calls)
+    report("context() speed", result, as_json)
+
+
+@bench_app.command()
+def prefetch(
+    data: Annotated[Path, typer.Option(
+        exists=True, dir_okay=False, help="The LoCoMo data file (locomo10.json).")],
+    limit: Annotated[int | None, typer.Option(help="Only the first N conversations.")] = None,
+    as_json: JsonOpt = False,
+) -> None:
+    """Replay LoCoMo turn by turn with prefetch: share of each question's evidence already
+    in working memory, and context() latency with and without it.
+
+    Example: remem bench prefetch --data locomo10.json --limit 2
+    """
+    from ..bench.context import prefetch as run
+
+    with boundary():
+        result = run(str(data), limit)
+    report("Prefetch on LoCoMo", result, as_json)
+
+
 @bench_app.command()
 def scale(
     n: Annotated[int, typer.Option("--n", min=1, help="How many memories to store.")] = 100_000,
