@@ -3,19 +3,21 @@ command line from the settings, the documented JSON on stdin), answers checked."
 
 from __future__ import annotations
 
+import io
 import json
 import os
 import sqlite3
 import subprocess
 import time
 from pathlib import Path
-from typing import Any
+from typing import Any, Literal
 
 import pytest
 from typer.testing import CliRunner
 
 from remem import Config, Memory
 from remem.cli import app
+from remem.integrations.hooks import run_hook
 
 runner = CliRunner()
 
@@ -41,6 +43,18 @@ class Agent:
         assert code == 0, self.stderr
         return json.loads(out) if out.strip() else None
 
+    def ask(self, event: str, payload: dict[str, Any] | bytes,
+            agent: Literal["claude-code", "cursor"] = "claude-code") -> str:
+        """The same hook answered in this process (the same code, no process start-up)."""
+        data = payload if isinstance(payload, bytes) else json.dumps(payload).encode()
+        out, finished = run_hook(event, io.BytesIO(data), agent_name=agent, deadline_s=10)
+        assert finished
+        return out
+
+    def ask_json(self, event: str, payload: dict[str, Any]) -> dict[str, Any] | None:
+        out = self.ask(event, payload)
+        return json.loads(out) if out else None
+
     def memory(self) -> Memory:
         return Memory(Path(self.env["REMEM_HOME"]) / "remem.db", config=Config(embedder="hash"))
 
@@ -53,7 +67,8 @@ def _setup(tmp_path: Path, monkeypatch: pytest.MonkeyPatch, target: str) -> tupl
     env = {**os.environ, "HOME": str(home), "REMEM_HOME": str(tmp_path / "store"),
            "REMEM_EMBEDDER": "hash", "REMEM_USER": "alice", "OMP_NUM_THREADS": "1",
            "REMEM_HOOK_DEADLINE_S": "10"}
-    monkeypatch.setenv("HOME", str(home))
+    for name in ("HOME", "REMEM_HOME", "REMEM_EMBEDDER", "REMEM_USER"):  # for hooks run in-process
+        monkeypatch.setenv(name, env[name])
     monkeypatch.chdir(root)
     result = runner.invoke(app, ["install", target, "--project"], catch_exceptions=False)
     assert result.exit_code == 0, result.output
@@ -90,7 +105,7 @@ def test_a_failed_command_and_its_fix_become_a_warning_in_the_next_session(claud
                                     "PostToolUseFailure", "PreCompact", "Stop", "SessionEnd"}
     # session 1: nothing known yet; python is missing, python3 works
     assert claude.answer("SessionStart", payload(claude, "SessionStart", "s1", source="startup")) is None
-    assert claude.answer("PreToolUse", bash(claude, "PreToolUse", "s1", "python manage.py test")) is None
+    assert claude.ask("PreToolUse", bash(claude, "PreToolUse", "s1", "python manage.py test")) == ""
     assert claude.answer("PostToolUseFailure", bash(
         claude, "PostToolUseFailure", "s1", "python manage.py test",
         error="Exit code 127\nbash: python: command not found", is_interrupt=False)) is None
@@ -98,8 +113,8 @@ def test_a_failed_command_and_its_fix_become_a_warning_in_the_next_session(claud
         claude, "PostToolUse", "s1", "python3 manage.py test",
         tool_response={"stdout": "Ran 12 tests\nOK", "stderr": "", "interrupted": False,
                        "isImage": False})) is None
-    claude.answer("Stop", payload(claude, "Stop", "s1", stop_hook_active=False,
-                                  last_assistant_message="The tests pass with python3."))
+    assert claude.ask("Stop", payload(claude, "Stop", "s1", stop_hook_active=False,
+                                      last_assistant_message="The tests pass with python3.")) == ""
 
     with claude.memory() as m:
         events = [e.metadata["event"] for e in m.list(kinds=["event"], user_id="alice", project="shop")]
@@ -122,9 +137,9 @@ def test_a_failed_command_and_its_fix_become_a_warning_in_the_next_session(claud
     assert "python3" in specific["additionalContext"]
     assert "permissionDecision" not in specific and "decision" not in warned
     assert "python" in warned["systemMessage"]
-    assert claude.answer("PreToolUse", bash(claude, "PreToolUse", "s2", "python3 -m pytest")) is None
+    assert claude.ask("PreToolUse", bash(claude, "PreToolUse", "s2", "python3 -m pytest")) == ""
 
-    asked = claude.answer("UserPromptSubmit", payload(
+    asked = claude.ask_json("UserPromptSubmit", payload(
         claude, "UserPromptSubmit", "s2", prompt="Why does python fail in this repo?"))
     assert asked["hookSpecificOutput"]["hookEventName"] == "UserPromptSubmit"
     assert "python3" in asked["hookSpecificOutput"]["additionalContext"]
@@ -135,17 +150,19 @@ def test_a_failed_command_and_its_fix_become_a_warning_in_the_next_session(claud
 
 
 def test_garbage_input_and_a_broken_store_never_break_the_agent(claude: Agent) -> None:
-    junk = [b"", b"\xff\xfe not json", b'{"tool_input": 5}']
-    for event, data in zip(["SessionStart", "PreToolUse", "PostToolUse"], junk, strict=True):
-        code, out, seconds = claude.fire(event, data)
-        assert (code, out) == (0, "") and seconds < 6
+    code, out, seconds = claude.fire("PostToolUse", b"\xff\xfe not json")
+    assert (code, out) == (0, "") and seconds < 6
+    for event, junk in [("SessionStart", b""), ("PreToolUse", b'{"tool_input": 5}'),
+                        ("UserPromptSubmit", b"[1, 2]"), ("NoSuchEvent", b"{}")]:
+        assert claude.ask(event, junk) == ""
     store = Path(claude.env["REMEM_HOME"])
     store.mkdir()
     (store / "remem.db").write_bytes(b"this is not a database" * 100)
-    for event in ("SessionStart", "PreToolUse"):
-        code, out, seconds = claude.fire(event, bash(claude, event, "s1", "python x.py",
-                                                     prompt="hi", error="Exit code 1"))
-        assert (code, out) == (0, "") and seconds < 6
+    code, out, seconds = claude.fire("SessionStart", payload(claude, "SessionStart", "s1"))
+    assert (code, out) == (0, "") and seconds < 6
+    for event in ("UserPromptSubmit", "PreToolUse", "PostToolUseFailure", "Stop"):
+        assert claude.ask(event, bash(claude, event, "s1", "python x.py", prompt="hi there you",
+                                      error="Exit code 1")) == ""
 
 
 def test_a_hook_gives_up_quietly_when_the_store_is_locked(claude: Agent) -> None:
@@ -177,12 +194,10 @@ def test_cursor_hooks_capture_commands_and_edits_and_answer_json(
         "output": "npm ERR! missing script: test\nusing key sk-proj-0123456789abcdefghij",
         "duration": 120})
     assert (code, json.loads(out)) == (0, {})
-    code, out, _ = cursor.fire("afterFileEdit", {
+    assert cursor.ask("afterFileEdit", {
         **common, "hook_event_name": "afterFileEdit", "file_path": str(root / "src" / "app.ts"),
-        "edits": [{"old_string": "a", "new_string": "b"}]})
-    assert (code, json.loads(out)) == (0, {})
-    code, out, _ = cursor.fire("stop", b"garbage")
-    assert (code, json.loads(out)) == (0, {})
+        "edits": [{"old_string": "a", "new_string": "b"}]}, agent="cursor") == "{}"
+    assert cursor.ask("stop", b"garbage", agent="cursor") == "{}"  # Cursor wants JSON, always
     with cursor.memory() as m:
         events = [e.metadata["event"] for e in m.list(kinds=["event"], user_id="alice", project="shop")]
     assert {e["type"] for e in events} == {"tool_call", "file_edit"}

@@ -68,34 +68,32 @@ async def fails(session: ClientSession, tool: str, **arguments: Any) -> str:
     return "\n".join(c.text for c in result.content if c.type == "text")
 
 
-def test_an_agent_sees_every_tool_with_its_description_and_typed_parameters(
-        tmp_path: Path, project: Path) -> None:
-    async def run() -> None:
-        async with connect(tmp_path, project) as s:
-            tools = {t.name: t for t in (await s.list_tools()).tools}
-            assert set(tools) == TOOLS
-            for tool in tools.values():
-                assert len(tool.description or "") > 40, tool.name
-            recall = tools["memory_recall"].input_schema
-            assert recall["required"] == ["query"]
-            assert recall["properties"]["budget_tokens"]["type"] == "integer"
-            kind = tools["memory_remember"].input_schema["properties"]["kind"]
-            assert "pitfall" in str(kind) and "convention" in str(kind)
-            assert tools["memory_recall"].annotations.read_only_hint is True
-            assert tools["memory_forget"].annotations.destructive_hint is True
+async def tools_resources_and_prompts_are_described(s: ClientSession) -> None:
+    """An agent sees every tool with its description and typed parameters."""
+    tools = {t.name: t for t in (await s.list_tools()).tools}
+    assert set(tools) == TOOLS
+    for tool in tools.values():
+        assert len(tool.description or "") > 40, tool.name
+    recall = tools["memory_recall"].input_schema
+    assert recall["required"] == ["query"]
+    assert recall["properties"]["budget_tokens"]["type"] == "integer"
+    kind = tools["memory_remember"].input_schema["properties"]["kind"]
+    assert "pitfall" in str(kind) and "convention" in str(kind)
+    assert tools["memory_recall"].annotations.read_only_hint is True
+    assert tools["memory_forget"].annotations.destructive_hint is True
 
-            uris = {str(r.uri) for r in (await s.list_resources()).resources}
-            templates = {t.uri_template for t in (await s.list_resource_templates()).resource_templates}
-            assert "memory://core" in uris
-            assert any(t.startswith("memory://file/") for t in templates)
-            assert {p.name for p in (await s.list_prompts()).prompts} == {"remember", "recall"}
-    anyio.run(run)
+    uris = {str(r.uri) for r in (await s.list_resources()).resources}
+    templates = {t.uri_template for t in (await s.list_resource_templates()).resource_templates}
+    assert "memory://core" in uris
+    assert any(t.startswith("memory://file/") for t in templates)
+    assert {p.name for p in (await s.list_prompts()).prompts} == {"remember", "recall"}
 
 
 def test_remembered_conventions_come_back_in_bootstrap_recall_and_file_views_and_go_stale(
         tmp_path: Path, project: Path) -> None:
     async def run() -> None:
         async with connect(tmp_path, project) as s:
+            await tools_resources_and_prompts_are_described(s)
             stored = await call(s, "memory_remember", kind="convention",
                                 text="main() in src/app.py must stay free of side effects",
                                 files=["src/app.py:1-2"])
