@@ -127,6 +127,7 @@ def test_one_orgs_key_never_reaches_anothers_memories(secured: Secured) -> None:
         client.post("/v1/remember", json={"org_id": "globex", "text": "x"}, headers=acme),
         client.get("/v1/tree", params={"org_id": "globex"}, headers=acme),
         client.post("/v1/context", json={"org_id": "globex", "query": "nightingale"}, headers=acme),
+        client.post("/v1/prefetch", json={"org_id": "globex", "session_id": "s1"}, headers=acme),
         client.get("/v1/skills", params={"org_id": "globex"}, headers=acme),
     ]:
         assert response.status_code == 403

@@ -236,6 +236,18 @@ def test_context_gives_a_model_ready_block_within_its_budget(api: Api) -> None:
     assert client.post("/v1/context", json={"budget_tokens": 0}).status_code == 422
 
 
+def test_prefetch_warms_a_sessions_working_memory(api: Api) -> None:
+    _, client = api
+    mid = client.post("/v1/remember", json={"text": "the team deploys with make ship",
+                                             "kind": "convention", "user_id": "alice"}).json()["id"]
+    client.post("/v1/memories", json={"user_id": "alice", "session_id": "s1",
+                                      "messages": "how do we deploy again?"})
+    warmed = client.post("/v1/prefetch", json={"user_id": "alice", "session_id": "s1"})
+    assert warmed.status_code == 200 and mid in warmed.json()["warmed"]
+    missing = client.post("/v1/prefetch", json={"user_id": "alice"})
+    assert missing.status_code == 422 and missing.json()["error"]["field"] == "body.session_id"
+
+
 def test_jobs_can_be_listed_cancelled_and_retried(tmp_path: Path) -> None:
     held = Config(embedder="hash", run_worker=False)  # no worker: jobs stay queued
     with service(tmp_path / "remem.db", held) as (_, client):

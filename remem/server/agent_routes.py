@@ -1,5 +1,5 @@
-"""The memory agent over HTTP: remember, context, feedback, the mind map, skills, decay,
-and the background jobs."""
+"""The memory agent over HTTP: remember, context, prefetch, feedback, the mind map,
+skills, decay, and the background jobs."""
 
 from collections.abc import Callable
 from typing import Annotated, Any, Literal
@@ -38,6 +38,18 @@ class ContextRequest(ScopeFields):
 
     query: str | None = Field(None, examples=["how do we deploy?"])
     budget_tokens: int = Field(1000, ge=1, le=100_000)
+
+
+class PrefetchRequest(OwnerFields):
+    """The session whose working memory to warm from its latest turns."""
+
+    session_id: str
+
+
+class Warmed(BaseModel):
+    """The ids of the memories now warm in the session's working memory."""
+
+    warmed: list[str]
 
 
 class FeedbackRequest(OwnerFields):
@@ -82,7 +94,7 @@ def _job(call: Callable[[str], JobInfo], job_id: str) -> JobInfo:
 
 
 def agent_routes(memory: Memory, auth: Authenticator) -> APIRouter:
-    """Remember, context, feedback, tree, skills, decay and jobs."""
+    """Remember, context, prefetch, feedback, tree, skills, decay and jobs."""
     router = APIRouter(prefix="/v1", responses=ERRORS)
     read: Callable[..., Principal] = auth.require("read")
     write: Callable[..., Principal] = auth.require("write")
@@ -104,6 +116,13 @@ def agent_routes(memory: Memory, auth: Authenticator) -> APIRouter:
         return memory.context(org_id=org, user_id=user, agent_id=body.agent_id, project=body.project,
                               session_id=body.session_id, query=body.query,
                               budget_tokens=body.budget_tokens)
+
+    @router.post("/prefetch", tags=["memory agent"])
+    def prefetch(body: PrefetchRequest, who: Annotated[Principal, Depends(write)]) -> Warmed:
+        """Warm a session's working memory now (a job does this after each turn)."""
+        org, user = who.confine(body.org_id, body.user_id)
+        return Warmed(warmed=memory.prefetch(org_id=org, user_id=user, agent_id=body.agent_id,
+                                             project=body.project, session_id=body.session_id))
 
     @router.post("/memories/{memory_id}/feedback", tags=["memory agent"])
     def feedback(memory_id: MemoryId, body: FeedbackRequest,
