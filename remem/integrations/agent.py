@@ -9,8 +9,10 @@ known about the files about to be edited, the pitfalls of a shell command about 
 from __future__ import annotations
 
 import re
+import time
 from collections.abc import Sequence
 from dataclasses import dataclass, field
+from datetime import datetime, timezone
 from typing import Any, Literal
 
 from ..errors import NotFoundError, ValidationError
@@ -428,9 +430,28 @@ class AgentMemory:
         """Store agent events (tool calls, file edits, errors) as they happened."""
         return self.memory.add_events(list(events), **self.scope.many(session_id))
 
-    def settle(self, timeout: float) -> bool:
-        """Wait up to ``timeout`` seconds for the background work queued here; True if done."""
-        return self.memory.flush(timeout=timeout)
+    def settle(self, timeout: float, *, everything: bool = False) -> bool:
+        """Wait up to ``timeout`` seconds for the background work queued here (with
+        ``everything``: also what other processes left queued, e.g. hooks that gave up,
+        which this process's worker takes on); True if it is all done."""
+        end = time.monotonic() + timeout
+        done = self.memory.flush(timeout=timeout)
+        if not everything:
+            return done
+        while self._due_work():
+            if time.monotonic() >= end:
+                return False
+            time.sleep(0.05)
+        return done
+
+    def _due_work(self) -> bool:
+        """True while embedding or extraction jobs are due or running (not scheduled ones,
+        such as the nightly decay, nor retries waiting out their backoff)."""
+        now = datetime.now(timezone.utc)
+        return any(job.state == "running" or job.run_after <= now
+                   for kind in ("embed", "extract")
+                   for state in ("queued", "running")
+                   for job in self.memory.jobs(state=state, kind=kind, limit=50))
 
     def say(self, role: str, text: str, *, session_id: str | None = None,
             metadata: dict[str, Any] | None = None) -> AddResult:

@@ -209,7 +209,7 @@ def _claude(event: str, payload: HookInput, agent: AgentMemory, left: Callable[[
         last = payload.last_assistant_message
         if event == "Stop" and isinstance(last, str) and last.strip():
             agent.say("assistant", redact(last), session_id=session)
-        agent.settle(max(0.0, left() - 0.3))
+        agent.settle(max(0.0, left() - 0.3), everything=True)
         return None
     return None
 
@@ -227,7 +227,7 @@ def _cursor(event: str, payload: HookInput, agent: AgentMemory, left: Callable[[
         agent.capture([{"type": "file_edit", "path": path, "change": "edit"}], session_id=session)
         agent.settle(max(0.0, left() - 0.3))
     elif event == "stop":
-        agent.settle(max(0.0, left() - 0.3))
+        agent.settle(max(0.0, left() - 0.3), everything=True)
     return {}
 
 
