@@ -8,6 +8,7 @@ from __future__ import annotations
 from . import (  # noqa: F401  (they register the commands)
     agents,
     bench,
+    bench_activation,  # noqa: F401
     bench_extract,  # noqa: F401
     commands,
     demo,
