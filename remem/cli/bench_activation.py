@@ -55,13 +55,16 @@ def memory_block(count_tokens: Callable[[str], int], size: int, seed: int = 0) -
         used += cost
 
 
-def measure(sizes: list[int], repeats: int, model_path: Path | None, cache_dir: Path) -> dict[str, Any]:
+def measure(sizes: list[int], repeats: int, model_path: Path | None, cache_dir: Path,
+            threads: int | None = None) -> dict[str, Any]:
     """Median time to first token, per block size, with no cache, the cache held in memory,
     and the cache read from its file by a new ActivationMemory."""
     from ..tiers.activation import ActivationMemory, require
     from ..tiers.tiny import byte_tokenizer, describe, random_llama
 
     torch, transformers, _ = require()
+    if threads is not None:
+        torch.set_num_threads(threads)
     if model_path is None:
         model, tokenizer = random_llama(), byte_tokenizer()
         model_note = "random weights (seed 0), byte-level tokenizer, built locally"
@@ -141,22 +144,24 @@ def activation(
     cache_dir: Annotated[Path | None, typer.Option(
         file_okay=False,
         help="Where the cache files go (default: a temporary folder, removed after).")] = None,
+    threads: Annotated[int | None, typer.Option(
+        min=1, help="Threads torch may use (default: its own choice, printed).")] = None,
     as_json: JsonOpt = False,
 ) -> None:
     """Time to first token with and without activation memory (the stored KV cache of the
     core block), for blocks of several sizes followed by a short question.
 
-    Needs pip install "remem[activation]".
+    Needs pip install "remem\\[activation]".
 
     Example: remem bench activation --sizes 1000,4000,8000 --repeats 3
     """
     wanted = _sizes(sizes)
     with boundary():
         if cache_dir is not None:
-            result = measure(wanted, repeats, model, cache_dir)
+            result = measure(wanted, repeats, model, cache_dir, threads)
         else:
             with tempfile.TemporaryDirectory(prefix="remem-kv-") as tmp:
-                result = measure(wanted, repeats, model, Path(tmp))
+                result = measure(wanted, repeats, model, Path(tmp), threads)
     if as_json:
         typer.echo(json.dumps(result, ensure_ascii=False))
         return
