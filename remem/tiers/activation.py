@@ -154,8 +154,10 @@ class KVCache:
             out = model(input_ids=token_ids.to(device).unsqueeze(0), **kwargs)
         del out  # the cache passed in was filled in place
         layers = getattr(cache, "layers", None)
-        full_attention = transformers.cache_utils.DynamicLayer
-        if layers is None or any(type(layer) is not full_attention for layer in layers):
+        if layers is None:
+            raise ConfigError(f"transformers {transformers.__version__} is too old for activation memory "
+                              f'(its DynamicCache has no layers): pip install -U "remem[activation]"')
+        if any(type(layer) is not transformers.cache_utils.DynamicLayer for layer in layers):
             raise ConfigError(
                 f"activation memory supports models whose every layer is full attention; "
                 f"{type(model).__name__} has sliding-window or recurrent layers")
