@@ -5,7 +5,6 @@ from __future__ import annotations
 import asyncio
 import atexit
 import builtins
-import json
 import os
 import time
 import weakref
@@ -48,7 +47,17 @@ from .model import (
 from .organize.agent import MemoryAgent, maturity_for, shared_scope
 from .organize.skills import render_skill_md
 from .retrieve import Retriever
-from .schedule import Worker, decay_handler, extract_handler, prefetch, prefetch_handler, wait_for
+from .schedule import (
+    DEFAULT_TRIGGERS,
+    TriggerEvent,
+    Triggers,
+    Worker,
+    decay_handler,
+    extract_handler,
+    prefetch,
+    prefetch_handler,
+    wait_for,
+)
 from .store import Filters, NewMemory, SQLiteStore
 from .text import estimate_tokens, split_passages
 
@@ -57,7 +66,7 @@ __all__ = ["AsyncMemory", "Memory"]
 _GENERIC_ROLES = {"user", "assistant", "system", "tool", None}
 _VERDICTS = ("helpful", "wrong", "stale")
 #: What the core block of a context holds, in this order.
-CORE_KINDS = ("profile", "preference", "convention", "project", "pitfall", "skill")
+CORE_KINDS = ("profile", "preference", "convention", "pitfall", "project", "skill")
 _MATURITY_ORDER = {"canonical": 0, "confirmed": 1, "candidate": 2}
 
 
@@ -79,6 +88,14 @@ def _kinds(kinds: str | Sequence[str] | None) -> tuple[str, ...] | None:
     if kinds is None:
         return None
     return (kinds,) if isinstance(kinds, str) else tuple(kinds)
+
+
+def _failed(event: Any) -> bool:
+    """True for an agent event that failed: an error, or a tool call with a non-zero exit."""
+    if not isinstance(event, dict):
+        return False
+    code = event.get("exit_code")
+    return event.get("type") == "error" or (event.get("type") == "tool_call" and code not in (None, 0))
 
 
 def _context_line(item: MemoryItem) -> str:
@@ -130,9 +147,13 @@ class Memory:
         # prefetch runs often and must stay cheap: no query embedding
         self._prefetcher = Retriever(self.store, self.embedder,
                                      self.config.retrieval.model_copy(update={"weight_vector": 0.0}))
+        self.triggers = Triggers(self.store, [
+            t for t in DEFAULT_TRIGGERS
+            if (t.job != "extract" or self.extractor is not None)
+            and (t.job != "prefetch" or self.config.agent.prefetch)])
         self.worker = Worker(self.store, self.embedder, batch=self.config.worker_batch,
                              lease_s=self.config.job_lease_s, backoff_s=self.config.job_backoff_s,
-                             handlers={
+                             tick=self.triggers.tick, handlers={
             "extract": extract_handler(self.store, self.extractor, self.agent),
             "prefetch": prefetch_handler(self.store, self._prefetcher, self.config.agent),
             "decay": decay_handler(self.store, self.config.agent),
@@ -196,17 +217,7 @@ class Memory:
             job_ids.append(embed_id)
             with self.store.write() as conn:
                 self.store.insert(items, embed_id)
-                if self.extractor is not None:
-                    extract_id = new_id("j_")
-                    self.store.enqueue("extract", {"episodes": [i.id for i in items]},
-                                       job_id=extract_id, conn=conn)
-                    job_ids.append(extract_id)
-                scope = items[-1].scope
-                if self.config.agent.prefetch and scope.session_id is not None:
-                    payload = {"scope": scope.model_dump()}  # one waiting prefetch per session
-                    self.store.enqueue("prefetch", payload, job_id=new_id("j_"), priority=-1,
-                                       key="prefetch:" + json.dumps(payload, sort_keys=True),
-                                       conn=conn)
+                job_ids += self._fire_turn(items, conn)
         if job_ids and self.config.embed_in_background:
             self._pending.update(job_ids)
             if self.config.run_worker:
@@ -219,6 +230,34 @@ class Memory:
         fresh = iter(items)
         ids = [known[n] if n in known else next(fresh).id for n in range(len(items) + len(known))]
         return AddResult(episode_ids=ids, job_ids=job_ids)
+
+    def _fire_turn(self, items: list[NewMemory], conn: Any) -> builtins.list[str]:
+        """Fire the triggers of new turns (turn, session_start, tool_error); returns the
+        ids of the jobs they queued."""
+        scope = items[-1].scope
+        turn = TriggerEvent("turn", scope, tuple(i.id for i in items))
+        fired = builtins.list(self.triggers.fire(turn, conn))
+        if scope.session_id is not None and not self.store.session_seen(scope, items[0].id):
+            fired += self.triggers.fire(TriggerEvent("session_start", scope, turn.episode_ids), conn)
+        failed = tuple(i.id for i in items if _failed(i.metadata.get("event")))
+        if failed:
+            fired += self.triggers.fire(TriggerEvent("tool_error", scope, failed), conn)
+        return fired
+
+    def end_session(self, *, session_id: str, org_id: str | None = None,
+                    user_id: str | None = None, agent_id: str | None = None,
+                    project: str | None = None) -> builtins.list[str]:
+        """Tell remem a session is over: fires the ``session_end`` triggers; returns the
+        ids of the jobs they queued."""
+        self._check_open()
+        scope = parse_scope(org_id=org_id, user_id=user_id, agent_id=agent_id, project=project,
+                            session_id=session_id)
+        with self.store.write() as conn:
+            queued = self.triggers.fire(TriggerEvent("session_end", scope), conn)
+        self._pending.update(queued)
+        if queued and self.config.run_worker:
+            self.worker.wake()
+        return builtins.list(queued)
 
     def _passages(self, text: str, speaker: str | None) -> list[str]:
         parts = split_passages(text, self.config.chunk_tokens)
@@ -424,7 +463,7 @@ class Memory:
                 budget_tokens: int = 1000) -> Context:
         """A context block ready for a model, within ``budget_tokens``.
 
-        First the core block: profile, preferences, conventions, project facts, pitfalls
+        First the core block: profile, preferences, conventions, pitfalls, project facts
         and approved skills, in a stable order (so a provider's prompt cache hits), up to
         half the budget; then the session's working memory (what prefetch prepared);
         then, if ``query`` is given, what a search finds that neither holds.
@@ -528,7 +567,7 @@ class Memory:
             self.store.insert([episode], embed_id)
             _, memory_id = self.agent.absorb(cand, shared_scope_of(scope), evidence=body,
                                              vector=prepared.vectors.get(body),
-                                             session_id=scope.session_id)
+                                             session_id=scope.session_id, metadata=meta)
             if pinned:
                 self.store.set_fields(memory_id, None, action="pinned", reason="pinned when remembered",
                                       pinned=True)

@@ -193,7 +193,7 @@ def jobs(
     ctx: typer.Context,
     state: Annotated[str | None, typer.Option(help="queued, running, done, failed or cancelled.")] = None,
     kind: Annotated[str | None, typer.Option(help="embed, extract, prefetch, decay...")] = None,
-    limit: Annotated[int, typer.Option(min=1, max=1000)] = 50,
+    limit: Annotated[int, typer.Option(min=1, max=1000, help="How many jobs to list.")] = 50,
     db: DbOpt = None, as_json: JsonOpt = False,
 ) -> None:
     """List background jobs, newest first (with `retry ID` / `cancel ID`).

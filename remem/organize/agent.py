@@ -121,8 +121,11 @@ class MemoryAgent:
         return sorted(next((f for f in FAMILIES if kind in f), frozenset({kind})))
 
     def absorb(self, cand: Candidate, scope: Scope, *, evidence: str = "",
-               vector: Any = None, session_id: str | None = None) -> tuple[str, str]:
-        """Merge, supersede or create for one candidate; returns (action, memory id)."""
+               vector: Any = None, session_id: str | None = None,
+               metadata: dict[str, Any] | None = None) -> tuple[str, str]:
+        """Merge, supersede or create for one candidate; returns (action, memory id).
+        ``metadata`` (e.g. code anchors) goes onto the memory; on a merge, lists are
+        joined and other keys kept as they were."""
         existing = self.store.derived(scope, self._family(cand.kind), limit=300)
         session = session_id or self._session_of(cand)
         norm, mine = normalise(cand.text), content_words(cand.text)
@@ -131,10 +134,10 @@ class MemoryAgent:
                 continue
             same = jaccard(mine, content_words(m.text)) >= self.config.merge_similarity
             if same or normalise(m.text) == norm:
-                self._merge(m, cand, session)
+                self._merge(m, cand, session, metadata or {})
                 return "merged", m.id
         conflict = find_conflict(cand.kind, cand.subject, cand.text, evidence, cand.rule, existing)
-        item = self._create(cand, scope, session, vector)
+        item = self._create(cand, scope, session, vector, metadata or {})
         if conflict is not None:
             at = _ts(cand.event_time) or time.time()
             self.store.supersede(conflict.id, item.id, at=at, reason=f"replaced by: {cand.text}")
@@ -145,8 +148,14 @@ class MemoryAgent:
         found = self.store.items_by_id(cand.source_ids[:1])
         return found[0].session_id if found else None
 
-    def _merge(self, memory: MemoryItem, cand: Candidate, session: str | None) -> None:
+    def _merge(self, memory: MemoryItem, cand: Candidate, session: str | None,
+               extra: dict[str, Any]) -> None:
         meta = dict(memory.metadata)
+        for key, value in extra.items():
+            if isinstance(value, list) and isinstance(meta.get(key), list):
+                meta[key] = meta[key] + [v for v in value if v not in meta[key]]
+            else:
+                meta.setdefault(key, value)
         sessions = list(meta.get("sessions", []))
         if session is not None and session not in sessions:
             sessions.append(session)
@@ -161,8 +170,9 @@ class MemoryAgent:
         if memory.kind == "procedure" and int(meta.get("successes", 0)) >= self.config.skill_after:
             self._promote(memory.id, meta)
 
-    def _create(self, cand: Candidate, scope: Scope, session: str | None, vector: Any) -> MemoryItem:
-        meta: dict[str, Any] = {
+    def _create(self, cand: Candidate, scope: Scope, session: str | None, vector: Any,
+                extra: dict[str, Any]) -> MemoryItem:
+        meta: dict[str, Any] = {**extra,
             "entities": cand.entities, "tags": cand.tags, "rule": cand.rule,
             "confidence": cand.confidence, "sessions": [session] if session else [], "seen": 1,
         }

@@ -38,8 +38,12 @@ class Worker:
 
     def __init__(self, store: SQLiteStore, embedder: Embedder, *, batch: int = 32,
                  lease_s: float = 60.0, backoff_s: float = 2.0,
-                 handlers: dict[str, Handler] | None = None) -> None:
+                 handlers: dict[str, Handler] | None = None,
+                 tick: Callable[[], object] | None = None, tick_every_s: float = 30.0) -> None:
         self.store = store
+        self.tick = tick
+        self.tick_every_s = tick_every_s
+        self._last_tick = time.monotonic()  # timers first look after tick_every_s
         self.backoff_s = backoff_s
         self.embedder = embedder
         self.batch = batch
@@ -104,7 +108,11 @@ class Worker:
         return len(jobs)
 
     def run_once(self) -> int:
-        """Claim and run one batch of each kind of job; return how many jobs were handled."""
+        """Claim and run one batch of each kind of job; return how many jobs were handled.
+        Every ``tick_every_s`` it first lets ``tick`` queue due work (timers, idle)."""
+        if self.tick is not None and time.monotonic() - self._last_tick >= self.tick_every_s:
+            self._last_tick = time.monotonic()
+            self.tick()
         done = self._run_embed()
         for kind, handler in self.handlers.items():
             done += self._run_kind(kind, handler)

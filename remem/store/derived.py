@@ -390,6 +390,27 @@ class DerivedOps:
         with self.write() as c:
             return c.execute(sql, args).rowcount == 1
 
+    def has_job_key(self, key: str) -> bool:
+        return self.conn.execute("SELECT 1 FROM jobs WHERE idempotency_key = ?",
+                                 (key,)).fetchone() is not None
+
+    def quiet_sessions(self, before: float, limit: int = 100) -> list[tuple[Scope, float]]:
+        """Sessions whose last turn came before ``before`` (and within a day of it)."""
+        rows = self.conn.execute(
+            "SELECT org_id, user_id, agent_id, project, session_id, MAX(observed_at) AS last "
+            "FROM memories WHERE raw = 1 AND session_id IS NOT NULL AND observed_at > ? "
+            "GROUP BY org_id, user_id, agent_id, project, session_id HAVING last < ? LIMIT ?",
+            (before - 86400, before, limit)).fetchall()
+        return [(Scope(org_id=o, user_id=u, agent_id=a, project=p, session_id=s), last)
+                for o, u, a, p, s, last in rows]
+
+    def session_seen(self, scope: Scope, before_rowid_of: str) -> bool:
+        """True when the session already had an episode before this one."""
+        return self.conn.execute(
+            "SELECT 1 FROM memories WHERE org_id = ? AND session_id = ? AND raw = 1 AND rowid < "
+            "(SELECT rowid FROM memories WHERE id = ?) LIMIT 1",
+            (scope.org_id, scope.session_id, before_rowid_of)).fetchone() is not None
+
     def finish_job(self, job: Job, result: dict[str, Any] | None = None) -> None:
         """Mark a claimed job done with its result, in the caller's transaction if one is
         open; raises :class:`LeaseLostError` (rolling that transaction back) when another

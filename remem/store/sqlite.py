@@ -752,11 +752,12 @@ class SQLiteStore(DerivedOps):
                 "((state = 'queued' AND run_after <= ?) OR (state = 'running' AND lease_until < ?)) "
                 "ORDER BY priority DESC, rowid LIMIT ?", (kind, now, now, limit),
             ).fetchall()
-            # an idempotency key holds while a job waits: once it runs, the same work may
-            # be queued again (a coalescing key such as one prefetch per session)
+            # a coalescing key (one waiting prefetch per session) holds while its job
+            # waits: once the job runs, the same work may be queued again
             conn.executemany(
                 "UPDATE jobs SET state = 'running', attempts = attempts + 1, lease_until = ?, "
-                "updated_at = ?, idempotency_key = NULL WHERE rowid = ?",
+                "updated_at = ?, idempotency_key = CASE WHEN idempotency_key LIKE 'coalesce:%' "
+                "THEN NULL ELSE idempotency_key END WHERE rowid = ?",
                 [(now + lease_s, now, r[0]) for r in rows],
             )
         return [Job(r[0], r[1], r[2], json.loads(r[3]), r[4] + 1) for r in rows]
