@@ -19,7 +19,7 @@ from fastapi import FastAPI
 
 from remem import Config, Memory
 from remem.config import ServerConfig
-from remem.server import create_app
+from remem.serve import create_app
 
 HASH = Config(embedder="hash")
 

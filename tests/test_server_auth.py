@@ -15,8 +15,8 @@ from typer.testing import CliRunner
 
 from remem import ConfigError, Memory
 from remem.cli import app
-from remem.server.keys import KeyStore
-from remem.server.run import check_bind, is_loopback
+from remem.serve.keys import KeyStore
+from remem.serve.run import check_bind, is_loopback
 
 
 def bearer(key: str) -> dict[str, str]:

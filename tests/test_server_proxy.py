@@ -16,7 +16,7 @@ import pytest
 from server_support import StandInOpenAI, service, wait_until
 
 from remem import Memory
-from remem.server.keys import KeyStore
+from remem.serve.keys import KeyStore
 
 UPSTREAM_KEY = "sk-upstream-secret-123"
 QUESTION = "which package manager do I use?"

@@ -52,9 +52,9 @@ def serve(
     _need_server_extra()
     from .. import Config
     from ..config import ServerConfig
-    from ..server.keys import KeyStore
-    from ..server.run import check_bind
-    from ..server.run import serve as run
+    from ..serve.keys import KeyStore
+    from ..serve.run import check_bind
+    from ..serve.run import serve as run
 
     with boundary():
         config = Config.from_env()
@@ -91,7 +91,7 @@ def keys_create(
 
     Example: remem keys create --org acme --user alice --scopes read,write --name laptop
     """
-    from ..server.keys import KeyStore
+    from ..serve.keys import KeyStore
 
     with open_memory(db) as memory:
         created = KeyStore(memory.store).create(org, user_id=user, scopes=scopes, name=name)
@@ -113,7 +113,7 @@ def keys_list(db: DbOpt = None, as_json: JsonOpt = False) -> None:
 
     Example: remem keys list --json
     """
-    from ..server.keys import KeyStore
+    from ..serve.keys import KeyStore
 
     with open_memory(db) as memory:
         keys = KeyStore(memory.store).list()
@@ -143,7 +143,7 @@ def keys_revoke(
 
     Example: remem keys revoke k_01a22ccc172e0e5fcf46de
     """
-    from ..server.keys import KeyStore
+    from ..serve.keys import KeyStore
 
     with open_memory(db) as memory:
         key = KeyStore(memory.store).revoke(key_id)

@@ -2,11 +2,11 @@
 an OpenAI-compatible chat proxy that gives a model the memory of its users.
 
 >>> from remem import Memory
->>> from remem.server import create_app
+>>> from remem.serve import create_app
 >>> app = create_app(Memory("team.db"))   # an ASGI app; ``remem serve`` runs it with uvicorn
 
 Importing this package needs the ``server`` extra (``pip install "remem[server]"``), except
-:mod:`remem.server.keys`, which only needs the store.
+:mod:`remem.serve.keys`, which only needs the store.
 """
 
 from __future__ import annotations
@@ -20,7 +20,7 @@ __all__ = ["create_app"]
 
 
 def __getattr__(name: str) -> Any:
-    # keeps `remem.server.keys` importable (by `remem keys`) without fastapi installed
+    # keeps `remem.serve.keys` importable (by `remem keys`) without fastapi installed
     if name == "create_app":
         from .app import create_app
 

@@ -60,7 +60,7 @@ class Authenticator:
 
     While no key was ever created every request is the single user's; once one exists,
     every request needs a valid key (the server refuses to listen on a non-loopback
-    address without one, see :func:`remem.server.run.check_bind`).
+    address without one, see :func:`remem.serve.run.check_bind`).
     """
 
     def __init__(self, keys: KeyStore) -> None:
