@@ -69,7 +69,9 @@ class Mem0System:
     """
 
     notes = ("infer=False (turns stored verbatim, no LLM); local Qdrant; remem's bundled "
-             "embedder; no timestamps (mem0's open-source edition refuses them)")
+             "embedder; no timestamps (mem0's open-source edition refuses them); the speaker's "
+             "name goes in the message's `name`, which mem0 stores but does not embed, so "
+             "unlike bm25 and dense it does not match questions that name a speaker")
 
     def __init__(self, folder: Path, *, embedder: Embedder | None = None) -> None:
         self.folder = folder
