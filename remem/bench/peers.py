@@ -70,8 +70,8 @@ class Mem0System:
 
     notes = ("infer=False (turns stored verbatim, no LLM); local Qdrant; remem's bundled "
              "embedder; no timestamps (mem0's open-source edition refuses them); the speaker's "
-             "name goes in the message's `name`, which mem0 stores but does not embed, so "
-             "unlike bm25 and dense it does not match questions that name a speaker")
+             "name goes in the message's `name`, and mem0 keeps the content alone as the "
+             "memory's text, so unlike bm25 and dense its vectors do not hold who spoke")
 
     def __init__(self, folder: Path, *, embedder: Embedder | None = None) -> None:
         self.folder = folder
