@@ -20,7 +20,7 @@ from pathlib import Path
 from typing import Any, Literal
 
 from ..errors import ConfigError
-from .common import Change, hook_command, is_remem_command, is_remem_server, mcp_server_entry
+from .common import Change, drop_mcp_server, hook_command, is_remem_command, is_remem_server, mcp_server_entry
 from .files import edit_json, undo_json
 from .hooks import CLAUDE_EVENTS
 
@@ -50,14 +50,6 @@ def _add_server(entry: dict[str, Any]) -> Callable[[dict[str, Any]], None]:
                               "already configured; rename or remove it first")
         servers["remem"] = {"type": "stdio", **entry}
     return change
-
-
-def _drop_server(data: dict[str, Any]) -> None:
-    servers = data.get("mcpServers")
-    if isinstance(servers, dict) and is_remem_server(servers.get("remem")):
-        del servers["remem"]
-        if not servers:
-            del data["mcpServers"]
 
 
 def _drop_hooks(data: dict[str, Any]) -> None:
@@ -120,6 +112,6 @@ def uninstall(level: Level, root: Path) -> list[Change]:
     """Remove exactly what :func:`install` added at ``level``."""
     mcp_file, settings = paths(level, root)
     return [
-        Change(mcp_file, undo_json(mcp_file, _drop_server), "MCP server 'remem'"),
+        Change(mcp_file, undo_json(mcp_file, drop_mcp_server), "MCP server 'remem'"),
         Change(settings, undo_json(settings, _drop_hooks), "remem hooks"),
     ]

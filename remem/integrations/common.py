@@ -9,6 +9,7 @@ import shlex
 import sys
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 from .files import Outcome
 
@@ -79,3 +80,13 @@ def is_remem_server(entry: object) -> bool:
     line = " ".join(words)
     return "mcp" in words and re.search(r"(?:^|[\s/\\])remem(?:\.exe)?\s+mcp\b|-m\s+remem\s+mcp\b",
                                          line) is not None
+
+
+
+def drop_mcp_server(data: dict[str, Any]) -> None:
+    """Remove remem's entry from ``mcpServers`` (and the key, once empty)."""
+    servers = data.get("mcpServers")
+    if isinstance(servers, dict) and is_remem_server(servers.get("remem")):
+        del servers["remem"]
+        if not servers:
+            del data["mcpServers"]

@@ -19,7 +19,15 @@ from pathlib import Path
 from typing import Any
 
 from ..errors import ConfigError
-from .common import AGENT_GUIDE, Change, hook_command, is_remem_command, is_remem_server, mcp_server_entry
+from .common import (
+    AGENT_GUIDE,
+    Change,
+    drop_mcp_server,
+    hook_command,
+    is_remem_command,
+    is_remem_server,
+    mcp_server_entry,
+)
 from .files import Outcome, edit_json, prune_dirs, undo_json, write_atomic
 from .hooks import CURSOR_EVENTS
 
@@ -48,14 +56,6 @@ def _add_server(entry: dict[str, Any]) -> Callable[[dict[str, Any]], None]:
                               "already configured; rename or remove it first")
         servers["remem"] = entry
     return change
-
-
-def _drop_server(data: dict[str, Any]) -> None:
-    servers = data.get("mcpServers")
-    if isinstance(servers, dict) and is_remem_server(servers.get("remem")):
-        del servers["remem"]
-        if not servers:
-            del data["mcpServers"]
 
 
 def _drop_hooks(data: dict[str, Any]) -> None:
@@ -113,7 +113,7 @@ def uninstall(root: Path) -> list[Change]:
     """Remove exactly what :func:`install` added to the project at ``root``."""
     mcp_file, hooks_file, rule_file = _files(root)
     changes = [
-        Change(mcp_file, undo_json(mcp_file, _drop_server), "MCP server 'remem'"),
+        Change(mcp_file, undo_json(mcp_file, drop_mcp_server), "MCP server 'remem'"),
         Change(hooks_file, undo_json(hooks_file, _drop_hooks,
                                      bare=lambda d: set(d) <= {"version"}),
                "remem hooks"),
