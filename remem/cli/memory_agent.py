@@ -210,22 +210,24 @@ def jobs(
         _render_jobs(found)
 
 
+def _change_job(action: str, job_id: str, db: Path | None, as_json: bool) -> None:
+    with open_memory(db) as m:
+        job = m.retry_job(job_id) if action == "retry" else m.cancel_job(job_id)
+    print_json(job.model_dump(mode="json")) if as_json else _render_jobs([job])
+
+
 @jobs_app.command()
 def retry(job_id: Annotated[str, typer.Argument(help="A failed or cancelled job's id.")],
           db: DbOpt = None, as_json: JsonOpt = False) -> None:
     """Queue a failed job again."""
-    with open_memory(db) as m:
-        job = m.retry_job(job_id)
-    print_json(job.model_dump(mode="json")) if as_json else _render_jobs([job])
+    _change_job("retry", job_id, db, as_json)
 
 
 @jobs_app.command()
 def cancel(job_id: Annotated[str, typer.Argument(help="A queued or failed job's id.")],
            db: DbOpt = None, as_json: JsonOpt = False) -> None:
     """Cancel a queued job."""
-    with open_memory(db) as m:
-        job = m.cancel_job(job_id)
-    print_json(job.model_dump(mode="json")) if as_json else _render_jobs([job])
+    _change_job("cancel", job_id, db, as_json)
 
 
 @app.command()
