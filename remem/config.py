@@ -34,6 +34,8 @@ class RetrievalConfig(BaseModel):
     neighbor_window: int = Field(2, ge=0, description="turns before/after a seed to add")
     diversity: float = Field(0.0, ge=0, le=1, description="MMR trade-off; 0 disables it")
     weight_graph: float = Field(0.3, ge=0, description="memories linked to the best hits")
+    weight_topic: float = Field(0.3, ge=0, description="the most used memories of the mind-map "
+                                "topic a query lands in")
 
 
 #: Days after which an unused memory of each kind has half its strength.

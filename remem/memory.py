@@ -5,10 +5,12 @@ from __future__ import annotations
 import asyncio
 import atexit
 import builtins
+import logging
 import os
+import threading
 import time
 import weakref
-from collections.abc import Iterator, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any
@@ -62,6 +64,8 @@ from .store import Filters, NewMemory, SQLiteStore
 from .text import estimate_tokens, split_passages
 
 __all__ = ["AsyncMemory", "Memory"]
+
+log = logging.getLogger(__name__)
 
 _GENERIC_ROLES = {"user", "assistant", "system", "tool", None}
 _VERDICTS = ("helpful", "wrong", "stale")
@@ -153,13 +157,15 @@ class Memory:
             and (t.job != "prefetch" or self.config.agent.prefetch)])
         self.worker = Worker(self.store, self.embedder, batch=self.config.worker_batch,
                              lease_s=self.config.job_lease_s, backoff_s=self.config.job_backoff_s,
-                             tick=self.triggers.tick, handlers={
+                             tick=self.triggers.tick, after_step=self._notify_ready, handlers={
             "extract": extract_handler(self.store, self.extractor, self.agent),
             "prefetch": prefetch_handler(self.store, self._prefetcher, self.config.agent),
             "decay": decay_handler(self.store, self.config.agent),
         })
         self._context_cache: dict[tuple[Scope, int], tuple[tuple[int, int], Context]] = {}
         self._pending: set[str] = set()
+        self._waiters: builtins.list[tuple[set[str], Callable[[AddResult], object], AddResult]] = []
+        self._waiters_lock = threading.Lock()
         self._closed = False
         atexit.register(_close_at_exit, weakref.ref(self))
         # by an earlier process, or by reembed
@@ -203,6 +209,7 @@ class Memory:
         waiting = set(self._pending)  # adds from other threads may join meanwhile
         still, failed = wait_for(self.store, self.worker, waiting, timeout)
         self._pending -= waiting - still
+        self._notify_ready()
         return not still and not failed
 
     # --- writing ----------------------------------------------------------------------
@@ -230,6 +237,46 @@ class Memory:
         fresh = iter(items)
         ids = [known[n] if n in known else next(fresh).id for n in range(len(items) + len(known))]
         return AddResult(episode_ids=ids, job_ids=job_ids)
+
+    def _watch(self, result: AddResult, on_ready: Callable[[AddResult], object] | None) -> AddResult:
+        """Remember to call ``on_ready`` once the result's jobs are over."""
+        if on_ready is not None:
+            with self._waiters_lock:
+                self._waiters.append((set(result.job_ids), on_ready, result))
+            self._notify_ready()  # nothing was queued, or it is all done already
+        return result
+
+    def _notify_ready(self) -> None:
+        """Call the ``on_ready`` callbacks whose jobs are over (done or failed for good)."""
+        with self._waiters_lock:
+            waiting, self._waiters = self._waiters, []
+        still = []
+        for jobs, callback, result in waiting:
+            states = self.store.job_states(sorted(jobs))
+            if any(states.get(j) in ("queued", "running") for j in jobs):
+                still.append((jobs, callback, result))
+                continue
+            try:
+                callback(result)
+            except Exception:  # a caller's bug must not stop the worker
+                log.exception("an on_ready callback failed")
+        with self._waiters_lock:
+            self._waiters = still + self._waiters
+
+    def used(self, memory_ids: Sequence[str], *, org_id: str | None = None,
+             user_id: str | None = None, agent_id: str | None = None,
+             project: str | None = None) -> None:
+        """Tell remem these memories were used together (e.g. in one answer): each gets
+        stronger, and each pair's ``co_used`` edge, which the graph channel follows."""
+        self._check_open()
+        scope = parse_scope(org_id=org_id, user_id=user_id, agent_id=agent_id, project=project)
+        ids = builtins.list(dict.fromkeys(memory_ids))
+        for memory_id in ids:
+            self.store.get(memory_id, scope)  # each must exist in the scope
+        pairs = [(a, b, "co_used", 1.0) for i, a in enumerate(ids) for b in ids[i + 1:]]
+        with self.store.write():
+            self.store.touch(ids)
+            self.store.link(pairs + [(b, a, t, w) for a, b, t, w in pairs], add=True)
 
     def _fire_turn(self, items: list[NewMemory], conn: Any) -> builtins.list[str]:
         """Fire the triggers of new turns (turn, session_start, tool_error); returns the
@@ -270,13 +317,17 @@ class Memory:
             user_id: str | None = None, agent_id: str | None = None, project: str | None = None,
             session_id: str | None = None, org_id: str | None = None,
             timestamp: str | datetime | None = None,
-            metadata: dict[str, Any] | None = None) -> AddResult:
+            metadata: dict[str, Any] | None = None,
+            on_ready: Callable[[AddResult], object] | None = None) -> AddResult:
         """Store each message verbatim as an episode, in one transaction.
 
         ``messages`` is a string, a dict, or a list of dicts with ``role`` or ``speaker``,
         ``content`` or ``text``, and optional ``metadata`` and ``timestamp`` (ISO 8601;
         per message, else the call's, else now). Returns the episode ids, one per
-        message in order, and the ids of the background jobs queued (embedding).
+        message in order, and the ids of the background jobs queued (embedding, extraction,
+        prefetch). ``on_ready`` is called (in the worker's thread) with the same result
+        once those jobs are over: the turns are then searchable by meaning and what they
+        say is in the memories.
         """
         self._check_open()
         scope = parse_scope(org_id=org_id, user_id=user_id, agent_id=agent_id, project=project,
@@ -298,13 +349,14 @@ class Memory:
                 metadata={**(metadata or {}), **meta}, observed_at=now, event_time=event_time,
                 passages=self._passages(text, role),
             ))
-        return self._queue(items, known)
+        return self._watch(self._queue(items, known), on_ready)
 
     def add_events(self, events: Sequence[dict[str, Any]] | dict[str, Any], *,
                    user_id: str | None = None, agent_id: str | None = None,
                    project: str | None = None, session_id: str | None = None,
                    org_id: str | None = None, timestamp: str | datetime | None = None,
-                   metadata: dict[str, Any] | None = None) -> AddResult:
+                   metadata: dict[str, Any] | None = None,
+                   on_ready: Callable[[AddResult], object] | None = None) -> AddResult:
         """Store coding-agent events (tool calls, file edits, errors, task start/end) as
         episodes of kind ``event``; the event itself is kept in ``metadata["event"]``."""
         self._check_open()
@@ -331,7 +383,7 @@ class Memory:
                 role="tool", metadata=meta,
                 observed_at=now, event_time=when, passages=split_passages(text, self.config.chunk_tokens),
             ))
-        return self._queue(items)
+        return self._watch(self._queue(items), on_ready)
 
     def update(self, memory_id: str, *, text: str, reason: str | None = None,
                org_id: str | None = None, user_id: str | None = None,

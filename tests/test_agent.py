@@ -353,3 +353,39 @@ def test_a_failing_llm_leaves_a_visible_failed_job_and_the_turns_searchable(
         assert [h.memory.id for h in m.search("pnpm", **WEB)] == r.episode_ids
         assert m.list(**WEB) == []
         assert m.retry_job(job.id).state == "queued"
+
+
+def test_a_query_that_lands_in_a_topic_pulls_its_key_memories(mem: Memory) -> None:
+    for text in ("We use pytest for tests.", "Run pytest with -q in CI.",
+                 "Our pytest fixtures live in conftest.py."):
+        mem.remember(text, kind="convention", **WEB)
+    fixtures = next(m for m in mem.list(**WEB) if "fixtures" in m.text)
+
+    hits = mem.search("how should I run pytest in CI?", **WEB, include_episodes=False)
+
+    by_id = {h.memory.id: h for h in hits}
+    assert "topic" in by_id[fixtures.id].channels  # no word of the query but the topic's
+    assert "a key memory of the topic the query is about" in by_id[fixtures.id].reasons
+
+
+def test_on_ready_is_called_once_the_turns_are_processed(mem: Memory) -> None:
+    ready: list[object] = []
+
+    result = mem.add("I prefer pnpm over npm.", session_id="s1", on_ready=ready.append, **WEB)
+    assert mem.flush(timeout=30)
+
+    assert ready == [result]
+    assert mem.list(**WEB)  # by then its memory exists
+
+
+def test_memories_used_together_are_linked_for_the_graph_channel(mem: Memory) -> None:
+    deploy = mem.remember("Deploys go through `make ship`", kind="convention", **WEB)
+    vpn = mem.remember("The VPN config lives in ops/vpn.conf", kind="project", **WEB)
+
+    mem.used([deploy.id, vpn.id], **WEB)
+    hits = mem.search("make ship deploys", **WEB, include_episodes=False)
+
+    linked = {h.memory.id: h.channels for h in hits}
+    assert "graph" in linked[vpn.id]
+    with pytest.raises(LookupError):
+        mem.used([deploy.id, "m_nope"], **WEB)

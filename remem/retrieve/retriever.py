@@ -27,7 +27,8 @@ class Retriever:
     them), ``vector`` (cosine over passages), ``time`` (inside a time span the query
     names), ``speaker`` (said by someone the query names), ``neighbor`` (the turns just
     before and after the strongest hits), ``graph`` (memories linked to the strongest
-    hits by an edge or a shared entity). No LLM anywhere on this path.
+    hits by an edge or a shared entity), ``topic`` (the key memories of the mind-map
+    topic the query's words point to). No LLM anywhere on this path.
     """
 
     def __init__(self, store: Store, embedder: Embedder, config: RetrievalConfig) -> None:
@@ -64,7 +65,12 @@ class Retriever:
             rankings["time"] = [r for r, _ in window]
             reasons["time"] = ("inside the time span the query names "
                               f"({datetime.fromtimestamp(start, timezone.utc).date()})")
-        weights = {"fulltext": cfg.weight_fulltext, "vector": cfg.weight_vector,
+        if cfg.weight_topic > 0:
+            topic = self.store.topic_members_for(plan.terms, scope, filters, limit=10)
+            if topic:
+                rankings["topic"] = topic
+                reasons["topic"] = "a key memory of the topic the query is about"
+        weights = {"fulltext": cfg.weight_fulltext, "vector": cfg.weight_vector, "topic": cfg.weight_topic,
                    "time": cfg.weight_time, "neighbor": cfg.weight_neighbor,
                    "speaker": cfg.weight_speaker}
         scores, ranks = rrf(rankings, weights, cfg.rrf_k)
@@ -125,11 +131,10 @@ class Retriever:
         rank = {s: i for i, s in enumerate(seeds)}
         for seed, other, kind, weight in self.store.edges_of(seeds):
             w = EDGE_WEIGHTS.get(kind, 0.0) * min(weight, 3.0) / (1 + rank[seed])
-            if w > 0 and other not in rank:
+            if w > 0:  # a linked memory that is a hit already is lifted too
                 score[other] = score.get(other, 0.0) + w
         for other, seed in self.store.entity_neighbors(seeds):
-            if other not in rank:
-                score[other] = score.get(other, 0.0) + EDGE_WEIGHTS["mentions"] / (1 + rank[seed])
+            score[other] = score.get(other, 0.0) + EDGE_WEIGHTS["mentions"] / (1 + rank[seed])
         ok = self.store.accept(list(score), scope, filters)
         return sorted((r for r in score if r in ok), key=lambda r: (-score[r], r))
 

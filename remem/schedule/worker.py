@@ -39,8 +39,10 @@ class Worker:
     def __init__(self, store: SQLiteStore, embedder: Embedder, *, batch: int = 32,
                  lease_s: float = 60.0, backoff_s: float = 2.0,
                  handlers: dict[str, Handler] | None = None,
-                 tick: Callable[[], object] | None = None, tick_every_s: float = 30.0) -> None:
+                 tick: Callable[[], object] | None = None, tick_every_s: float = 30.0,
+                 after_step: Callable[[], object] | None = None) -> None:
         self.store = store
+        self.after_step = after_step
         self.tick = tick
         self.tick_every_s = tick_every_s
         self._last_tick = time.monotonic()  # timers first look after tick_every_s
@@ -153,6 +155,8 @@ class Worker:
             except Exception:  # the store was closed under us, or is unreadable
                 log.exception("worker step failed")
                 done = 0
+            if done and self.after_step is not None:
+                self.after_step()
             with self.idle:
                 self.idle.notify_all()
             if not done:

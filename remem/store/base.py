@@ -118,6 +118,10 @@ class Store(Protocol):
 
     def accept(self, rowids: Sequence[int], scope: Scope, filters: Filters) -> set[int]: ...
 
+    def topic_members_for(self, terms: Sequence[str], scope: Scope, filters: Filters,
+                          limit: int = 10) -> list[int]:
+        """Key memories of the mind-map topic the query's words point to."""
+
     def time_window(self, start: float, end: float, scope: Scope, filters: Filters,
                     limit: int) -> list[tuple[int, float]]: ...
 

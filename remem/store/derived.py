@@ -335,6 +335,34 @@ class DerivedOps:
             out[row[-1]].append(item)
         return out
 
+    def topic_members_for(self, terms: Sequence[str], scope: Scope, filters: Any,
+                          limit: int = 10) -> list[int]:
+        """The most used memories of the leaf topic whose keywords the query's words hit
+        most (at least two of them, or one that names the topic), best first."""
+        from .sqlite import filters_sql
+
+        if not terms:
+            return []
+        where, params = _scope_where(scope, "t")
+        words = set(terms)
+        best, best_score = None, 0.0
+        for rowid, label, keywords in self.conn.execute(
+                f"SELECT t.rowid, t.label, t.keywords FROM topics t WHERE {where} AND NOT EXISTS "
+                f"(SELECT 1 FROM topics c WHERE c.parent = t.rowid)", params):
+            counts = json.loads(keywords)
+            hit = [w for w in words if w in counts]
+            named = any(w in label.split(" · ") for w in hit)
+            if len(hit) >= 2 or named:
+                score = len(hit) + sum(counts[w] for w in hit) / (sum(counts.values()) or 1)
+                if score > best_score:
+                    best, best_score = rowid, score
+        if best is None:
+            return []
+        fwhere, fparams = filters_sql(filters)
+        return [r for (r,) in self.conn.execute(
+            f"SELECT m.rowid FROM memories m WHERE m.topic_rowid = ? AND {fwhere} "
+            f"ORDER BY m.use_count DESC, m.rowid DESC LIMIT ?", [best, *fparams, limit])]
+
     # --- working memory -----------------------------------------------------------------
 
     def working_set(self, scope: Scope) -> list[tuple[MemoryItem, float]]:
