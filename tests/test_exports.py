@@ -22,8 +22,9 @@ def test_all_is_exactly_the_public_names() -> None:
 def test_every_exported_name_is_importable() -> None:
     module = importlib.import_module("remem")
     for name in remem.__all__:
-        exec(f"from remem import {name}", {})
-        assert getattr(module, name) is not None
+        namespace: dict[str, object] = {}
+        exec(f"from remem import {name}", namespace)
+        assert namespace[name] is getattr(module, name)
 
 
 def test_version_matches_the_installed_distribution() -> None:
