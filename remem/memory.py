@@ -791,6 +791,46 @@ class AsyncMemory:
     async def stats(self) -> Stats:
         return await self._run("stats")
 
+    async def remember(self, text: str, **kwargs: Any) -> MemoryItem:
+        return await self._run("remember", text, **kwargs)
+
+    async def feedback(self, memory_id: str, verdict: str, note: str | None = None,
+                       **kwargs: Any) -> MemoryItem:
+        return await self._run("feedback", memory_id, verdict, note, **kwargs)
+
+    async def used(self, memory_ids: Sequence[str], **kwargs: Any) -> None:
+        await self._run("used", memory_ids, **kwargs)
+
+    async def context(self, **kwargs: Any) -> Context:
+        return await self._run("context", **kwargs)
+
+    async def prefetch(self, **kwargs: Any) -> builtins.list[str]:
+        return await self._run("prefetch", **kwargs)
+
+    async def end_session(self, **kwargs: Any) -> builtins.list[str]:
+        return await self._run("end_session", **kwargs)
+
+    async def tree(self, **kwargs: Any) -> TopicNode:
+        return await self._run("tree", **kwargs)
+
+    async def skills(self, **kwargs: Any) -> builtins.list[MemoryItem]:
+        return await self._run("skills", **kwargs)
+
+    async def approve_skill(self, memory_id: str, **kwargs: Any) -> MemoryItem:
+        return await self._run("approve_skill", memory_id, **kwargs)
+
+    async def decay(self, **kwargs: Any) -> builtins.list[str]:
+        return await self._run("decay", **kwargs)
+
+    async def jobs(self, **kwargs: Any) -> builtins.list[JobInfo]:
+        return await self._run("jobs", **kwargs)
+
+    async def retry_job(self, job_id: str) -> JobInfo:
+        return await self._run("retry_job", job_id)
+
+    async def cancel_job(self, job_id: str) -> JobInfo:
+        return await self._run("cancel_job", job_id)
+
     async def flush(self, timeout: float | None = None) -> bool:
         return await self._run("flush", timeout)
 

@@ -389,3 +389,20 @@ def test_memories_used_together_are_linked_for_the_graph_channel(mem: Memory) ->
     assert "graph" in linked[vpn.id]
     with pytest.raises(LookupError):
         mem.used([deploy.id, "m_nope"], **WEB)
+
+
+def test_async_memory_has_the_agent_methods(tmp_path: Path) -> None:
+    import asyncio
+
+    from remem import AsyncMemory
+
+    async def main() -> tuple[str, str, int]:
+        async with AsyncMemory(tmp_path / "a.db", config=HASH) as m:
+            item = await m.remember("Deploys go through `make ship`", kind="convention", **WEB)
+            await m.feedback(item.id, "helpful", **WEB)
+            ctx = await m.context(**WEB)
+            jobs = await m.jobs()
+            return item.kind, ctx.text, len(jobs)
+
+    kind, text, jobs = asyncio.run(main())
+    assert kind == "convention" and "make ship" in text and jobs >= 1
