@@ -126,8 +126,10 @@ class MemoryAgent:
         """Merge, supersede or create for one candidate; returns (action, memory id).
         ``metadata`` (e.g. code anchors) goes onto the memory; on a merge, lists are
         joined and other keys kept as they were."""
-        existing = self.store.derived(scope, self._family(cand.kind), limit=300)
         session = session_id or self._session_of(cand)
+        # the same words again, however old the memory; then near duplicates among the recent
+        existing = self.store.derived(scope, self._family(cand.kind), limit=300)
+        existing = self.store.derived(scope, [cand.kind], text=cand.text, limit=1) + existing
         norm, mine = normalise(cand.text), content_words(cand.text)
         for m in existing:
             if m.kind != cand.kind or (m.subject or "") != cand.subject:

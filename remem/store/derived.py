@@ -118,11 +118,16 @@ class DerivedOps:
         return None if row is None else str(row[0])
 
     def derived(self, scope: Scope, kinds: Sequence[str] | None = None, *,
-                statuses: Sequence[str] = ("active",), limit: int = 500) -> list[MemoryItem]:
-        """Derived memories in the scope (any session), newest first."""
+                statuses: Sequence[str] = ("active",), text: str | None = None,
+                limit: int = 500) -> list[MemoryItem]:
+        """Derived memories in the scope (any session), newest first; ``text`` keeps
+        those with exactly that text."""
         where, params = _scope_where(scope)
         clauses = [where, "m.raw = 0", f"m.status IN ({','.join('?' * len(statuses))})"]
         params += list(statuses)
+        if text is not None:
+            clauses.append("m.text = ?")
+            params.append(text)
         if kinds:
             clauses.append(f"m.kind IN ({','.join('?' * len(kinds))})")
             params += list(kinds)
