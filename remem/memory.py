@@ -51,6 +51,7 @@ from .organize.skills import render_skill_md
 from .retrieve import Retriever
 from .schedule import (
     DEFAULT_TRIGGERS,
+    Trigger,
     TriggerEvent,
     Triggers,
     Worker,
@@ -61,6 +62,7 @@ from .schedule import (
     wait_for,
 )
 from .store import Filters, NewMemory, SQLiteStore
+from .store.base import Job
 from .text import estimate_tokens, split_passages
 
 __all__ = ["AsyncMemory", "Memory"]
@@ -162,7 +164,7 @@ class Memory:
             "prefetch": prefetch_handler(self.store, self._prefetcher, self.config.agent),
             "decay": decay_handler(self.store, self.config.agent),
         })
-        self._context_cache: dict[tuple[Scope, int], tuple[tuple[int, int], Context]] = {}
+        self._context_cache: dict[tuple[Scope, int], tuple[tuple[int, int, int], Context]] = {}
         self._pending: set[str] = set()
         self._waiters: builtins.list[tuple[set[str], Callable[[AddResult], object], AddResult]] = []
         self._waiters_lock = threading.Lock()
@@ -494,12 +496,13 @@ class Memory:
 
     # --- context for a model ----------------------------------------------------------
 
-    def _store_version(self) -> tuple[int, int]:
-        """Changes whenever the store does: another connection's commit, or a write
-        through this thread's connection."""
+    def _store_version(self) -> tuple[int, int, int]:
+        """Changes whenever the store does, as this thread's connection sees it: another
+        connection's commit, or a write through this one. The connection is part of it,
+        as each counts on its own."""
         conn = self.store.conn
         (version,) = conn.execute("PRAGMA data_version").fetchone()
-        return int(version), conn.total_changes
+        return id(conn), int(version), conn.total_changes
 
     def _core(self, scope: Scope) -> builtins.list[MemoryItem]:
         """The core memories of a scope in their stable order."""
@@ -567,13 +570,37 @@ class Memory:
         titles = {"core": "What you know about this user and project",
                   "working": "Relevant to this session", "recall": "Found for the request"}
         text = "\n\n".join(f"## {titles[s]}\n" + "\n".join(lines[s]) for s in lines if lines[s])
+        core_text = f"## {titles['core']}\n" + "\n".join(lines["core"]) if lines["core"] else ""
         ctx = Context(text=text, memories=builtins.list(taken.values()), tokens=used,
-                      core_tokens=core_tokens, sections=sections)
+                      core_tokens=core_tokens, core_text=core_text, sections=sections)
         if query is None:
             if len(self._context_cache) > 256:
                 self._context_cache.clear()
             self._context_cache[(scope, budget_tokens)] = (version, ctx)
         return ctx
+
+    def use_activation(self, activation: Any, *, org_id: str | None = None,
+                       user_id: str | None = None, agent_id: str | None = None,
+                       project: str | None = None, budget_tokens: int = 1000) -> None:
+        """Keep an :class:`~remem.tiers.ActivationMemory`'s KV cache of this scope's core
+        block current: after turns of the scope, a ``kv-build`` job rebuilds it if the
+        block changed (the cache file is keyed by the block, so an unchanged block costs
+        nothing). It is built once now."""
+        self._check_open()
+        scope = parse_scope(org_id=org_id, user_id=user_id, agent_id=agent_id, project=project)
+        where = scope.model_dump()
+
+        def build(job: Job) -> None:
+            block = self.context(**where, budget_tokens=budget_tokens).core_text
+            cache = activation.prepare(block) if block else None
+            self.store.finish_job(job, {"tokens": 0 if cache is None else cache.tokens})
+
+        self.worker.handlers["kv-build"] = build
+        self.triggers.add(Trigger(f"kv-build:{where}", on="turn", job="kv-build", coalesce=True,
+                                  payload=lambda event: {"scope": where}))
+        block = self.context(**where, budget_tokens=budget_tokens).core_text
+        if block:
+            activation.prepare(block)
 
     def prefetch(self, *, org_id: str | None = None, user_id: str | None = None,
                  agent_id: str | None = None, project: str | None = None,

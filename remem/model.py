@@ -229,6 +229,7 @@ class Context(BaseModel):
     memories: list[MemoryItem]
     tokens: int
     core_tokens: int = Field(description="tokens of the stable core block at the start of text")
+    core_text: str = Field("", description="the stable core block itself: the start of text")
     sections: dict[str, list[str]] = Field(description="section -> memory ids, in order")
 
 

@@ -305,3 +305,24 @@ def test_a_conforming_class_is_a_parametric_memory(tmp_path: Path) -> None:
     assert not isinstance(object(), ParametricMemory)
     with pytest.raises(ValueError):
         AdapterInfo(path="a", base_model="b", created_at=now, rank=0)
+
+
+def test_a_kv_build_job_keeps_the_cache_of_the_core_block_current(
+        tiny: tuple[Any, Any], tmp_path: Path) -> None:
+    from remem import Config, Memory
+
+    kv = memory(tiny, tmp_path / "kv")
+    with Memory(tmp_path / "m.db", config=Config(embedder="hash")) as m:
+        m.remember("I prefer pnpm over npm", kind="preference", user_id="alice")
+        m.use_activation(kv, user_id="alice", budget_tokens=200)
+        first = kv.cache
+        assert first is not None and first.key == kv.key(m.context(user_id="alice",
+                                                                     budget_tokens=200).core_text)
+
+        m.add("I prefer tabs over spaces.", user_id="alice", session_id="s1")
+        assert m.flush(timeout=60)
+
+        built = [j for j in m.jobs(kind="kv-build") if j.state == "done"]
+        block = m.context(user_id="alice", budget_tokens=200).core_text
+        assert built and "tabs" in block
+        assert kv.cache is not None and kv.cache.key == kv.key(block) != first.key

@@ -27,6 +27,10 @@ log = logging.getLogger(__name__)
 #: Runs one claimed job of a kind and records its result; raises to fail it.
 Handler = Callable[[Job], None]
 
+#: Kinds of job that wait while jobs of other kinds are pending, because they read what
+#: those write.
+WAITS_FOR = {"prefetch": ("extract",), "kv-build": ("extract",)}
+
 
 class Worker:
     """Runs the store's queued jobs: ``embed`` built in, other kinds by ``handlers``.
@@ -97,6 +101,8 @@ class Worker:
     # --- other kinds ------------------------------------------------------------------
 
     def _run_kind(self, kind: str, handler: Handler) -> int:
+        if WAITS_FOR.get(kind) and self.store.has_pending(WAITS_FOR[kind]):
+            return 0  # e.g. a prefetch waits until the memories of the last turns exist
         jobs = self.store.claim_jobs(kind, 8, self.lease_s)
         for job in jobs:
             if self._stop.is_set():

@@ -423,6 +423,13 @@ class DerivedOps:
         with self.write() as c:
             return c.execute(sql, args).rowcount == 1
 
+    def has_pending(self, kinds: Sequence[str]) -> bool:
+        """True while a job of one of these kinds is queued and due, or running."""
+        marks = ",".join("?" * len(kinds))
+        return self.conn.execute(
+            f"SELECT 1 FROM jobs WHERE kind IN ({marks}) AND ((state = 'queued' AND run_after <= ?) "
+            f"OR state = 'running') LIMIT 1", [*kinds, time.time()]).fetchone() is not None
+
     def has_job_key(self, key: str) -> bool:
         return self.conn.execute("SELECT 1 FROM jobs WHERE idempotency_key = ?",
                                  (key,)).fetchone() is not None

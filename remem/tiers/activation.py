@@ -88,6 +88,8 @@ def core_block(context: Context) -> str:
     """
     if not context.sections.get("core"):
         return ""
+    if context.core_text:
+        return context.core_text
     text = context.text
     ends = [i for i in (text.find(title) for title in _LATER_SECTIONS) if i >= 0]
     return text[: min(ends)] if ends else text
