@@ -22,8 +22,11 @@ MATURITY_WEIGHT = {"candidate": 1.0, "confirmed": 2.0, "canonical": 4.0}
 
 def strength(item: MemoryItem, use_count: int, used_at: float | None, now: float,
              half_lives: dict[str, float]) -> float:
-    """A memory's strength at ``now``: 1.0 when new, halving each half-life unused."""
-    last = max(used_at or 0.0, item.updated_at.timestamp(), item.observed_at.timestamp())
+    """A memory's strength at ``now``: 1.0 when new, halving each half-life unused.
+
+    Age counts from when remem stored, changed or last used the memory, not from when
+    it was said: a replayed history is not old on arrival."""
+    last = max(used_at or 0.0, item.updated_at.timestamp(), item.created_at.timestamp())
     age_days = max(now - last, 0.0) / 86400
     half_life = half_lives.get(item.kind, 90.0)
     recency = 0.5 ** (age_days / half_life)
