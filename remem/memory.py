@@ -723,41 +723,46 @@ class Memory:
                               metadata={**skill.metadata, "skill_status": "approved", "skill_md": md})
         return self.store.get(memory_id, scope)
 
-    def decay(self, *, now: str | datetime | None = None) -> builtins.list[str]:
-        """Archive the memories whose strength fell under the threshold (pinned ones
-        never); returns their ids. Runs nightly as a job; this runs it now."""
+    def decay(self, *, now: str | datetime | None = None,
+              org_id: str | None = None) -> builtins.list[str]:
+        """Archive the memories (of one org, or all) whose strength fell under the
+        threshold (pinned ones never); returns their ids. Runs nightly as a job; this runs
+        it now."""
         self._check_open()
         from .organize.strength import decay
 
         at = parse_time(now, "now")
+        check_label(org_id, "org_id")
         with self.store.write():
-            return decay(self.store, self.config.agent, at)
+            return decay(self.store, self.config.agent, at, org_id)
 
     # --- jobs -------------------------------------------------------------------------
 
     def jobs(self, *, state: str | None = None, kind: str | None = None,
-             limit: int = 50) -> builtins.list[JobInfo]:
-        """Background jobs, newest first: what is queued, running, done or failed, and why."""
+             org_id: str | None = None, limit: int = 50) -> builtins.list[JobInfo]:
+        """Background jobs, newest first: what is queued, running, done or failed, and why.
+        ``org_id`` keeps the jobs of that org's data."""
         self._check_open()
         if state not in (None, "queued", "running", "done", "failed", "cancelled"):
             raise ValidationError("state", f"{state!r}: use queued, running, done, failed or cancelled")
         if not isinstance(limit, int) or not 1 <= limit <= 1000:
             raise ValidationError("limit", f"expected an integer from 1 to 1000, got {limit!r}")
-        return self.store.jobs(state=state, kind=kind, limit=limit)
+        check_label(org_id, "org_id")
+        return self.store.jobs(state=state, kind=kind, org_id=org_id, limit=limit)
 
-    def retry_job(self, job_id: str) -> JobInfo:
-        """Queue a failed (or cancelled) job again."""
+    def retry_job(self, job_id: str, *, org_id: str | None = None) -> JobInfo:
+        """Queue a failed (or cancelled) job again (with ``org_id``: only that org's)."""
         self._check_open()
-        job = self.store.retry_job(job_id)
+        job = self.store.retry_job(job_id, org_id)
         self._pending.add(job_id)
         if self.config.run_worker:
             self.worker.wake()
         return job
 
-    def cancel_job(self, job_id: str) -> JobInfo:
-        """Cancel a queued or failed job."""
+    def cancel_job(self, job_id: str, *, org_id: str | None = None) -> JobInfo:
+        """Cancel a queued or failed job (with ``org_id``: only that org's)."""
         self._check_open()
-        return self.store.cancel_job(job_id)
+        return self.store.cancel_job(job_id, org_id)
 
     def export(self, *, org_id: str | None = None, user_id: str | None = None,
                agent_id: str | None = None, project: str | None = None,
@@ -852,11 +857,11 @@ class AsyncMemory:
     async def jobs(self, **kwargs: Any) -> builtins.list[JobInfo]:
         return await self._run("jobs", **kwargs)
 
-    async def retry_job(self, job_id: str) -> JobInfo:
-        return await self._run("retry_job", job_id)
+    async def retry_job(self, job_id: str, **kwargs: Any) -> JobInfo:
+        return await self._run("retry_job", job_id, **kwargs)
 
-    async def cancel_job(self, job_id: str) -> JobInfo:
-        return await self._run("cancel_job", job_id)
+    async def cancel_job(self, job_id: str, **kwargs: Any) -> JobInfo:
+        return await self._run("cancel_job", job_id, **kwargs)
 
     async def flush(self, timeout: float | None = None) -> bool:
         return await self._run("flush", timeout)

@@ -195,6 +195,21 @@ def test_purge_jobs_decay_and_store_wide_stats_need_the_admin_scope(secured: Sec
     assert client.get("/v1/stats", headers=bearer(secured.acme_admin)).json()["episodes"] == 0
 
 
+def test_an_admin_key_sees_and_touches_only_its_own_orgs_jobs(secured: Secured) -> None:
+    client = secured.client
+    acme = client.post("/v1/memories", json={"messages": "acme builds with make"},
+                       headers=bearer(secured.acme)).json()["job_ids"]
+    globex = client.post("/v1/memories", json={"messages": "globex builds with bazel"},
+                         headers=bearer(secured.globex)).json()["job_ids"]
+    assert client.post("/v1/flush", headers=bearer(secured.acme)).status_code == 200
+
+    seen = {j["id"] for j in client.get("/v1/jobs", headers=bearer(secured.acme_admin)).json()["jobs"]}
+
+    assert set(acme) <= seen and not set(globex) & seen
+    other = client.post(f"/v1/jobs/{globex[0]}/cancel", headers=bearer(secured.acme_admin))
+    assert other.status_code == 404 and other.json()["error"]["code"] == "job_not_found"
+
+
 def test_the_event_stream_shows_only_the_keys_org(secured: Secured) -> None:
     client = secured.client
     with client.stream("GET", "/v1/events/stream", headers=bearer(secured.acme)) as stream:

@@ -33,12 +33,13 @@ def strength(item: MemoryItem, use_count: int, used_at: float | None, now: float
     return recency * MATURITY_WEIGHT.get(item.maturity, 1.0) * (1 + 0.3 * math.log1p(use_count))
 
 
-def decay(store: SQLiteStore, config: AgentConfig, now: float | None = None) -> list[str]:
-    """Archive every active, unpinned derived memory whose strength fell under the
-    threshold; returns the archived ids."""
+def decay(store: SQLiteStore, config: AgentConfig, now: float | None = None,
+          org_id: str | None = None) -> list[str]:
+    """Archive every active, unpinned derived memory (of one org, or all) whose strength
+    fell under the threshold; returns the archived ids."""
     now = time.time() if now is None else now
     archived = []
-    for scope in list(store.all_scopes()):
+    for scope in list(store.all_scopes(org_id)):
         items = [m for m in store.derived(scope, limit=100_000) if not m.pinned]
         uses = store.use_stats([m.id for m in items])
         for m in items:

@@ -106,7 +106,7 @@ class Triggers:
                 key = f"coalesce:{t.job}:" + json.dumps(_session(event), sort_keys=True)
             job_id = new_id("j_")
             if self.store.enqueue(t.job, payload, job_id=job_id, priority=t.priority, key=key,
-                                  conn=conn):
+                                  org_id=event.scope.org_id, conn=conn):
                 queued[job_id] = t.job
         return queued
 
@@ -128,6 +128,7 @@ class Triggers:
                     key = f"idle:{t.name}:{scope.org_id}:{scope.session_id}:{last}"
                     if not self.store.has_job_key(key) and self.store.enqueue(
                             t.job, t.payload(TriggerEvent("idle", scope)),
-                            job_id=(job_id := new_id("j_")), priority=t.priority, key=key):
+                            job_id=(job_id := new_id("j_")), priority=t.priority, key=key,
+                            org_id=scope.org_id):
                         queued.append(job_id)
         return queued

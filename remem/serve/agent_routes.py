@@ -160,9 +160,9 @@ def agent_routes(memory: Memory, auth: Authenticator) -> APIRouter:
     @router.post("/decay", tags=["jobs"])
     def decay(who: Annotated[Principal, Depends(admin)],
               body: Annotated[DecayRequest | None, Body()] = None) -> Archived:
-        """Archive the memories whose strength fell under the threshold, in the whole store
+        """Archive the memories whose strength fell under the threshold, in the key's org
         (admin); it also runs nightly as a job."""
-        return Archived(archived=memory.decay(now=body.now if body else None))
+        return Archived(archived=memory.decay(now=body.now if body else None, org_id=who.org_id))
 
     @router.get("/jobs", tags=["jobs"])
     def jobs(who: Annotated[Principal, Depends(admin)],
@@ -170,17 +170,17 @@ def agent_routes(memory: Memory, auth: Authenticator) -> APIRouter:
                               Query()] = None,
              kind: Annotated[str | None, Query(description="embed, extract...")] = None,
              limit: Annotated[int, Query(ge=1, le=1000)] = 50) -> JobList:
-        """The store's background jobs, newest first, with why they failed (admin)."""
-        return JobList(jobs=memory.jobs(state=state, kind=kind, limit=limit))
+        """The background jobs of the key's org, newest first, with why they failed (admin)."""
+        return JobList(jobs=memory.jobs(state=state, kind=kind, org_id=who.org_id, limit=limit))
 
     @router.post("/jobs/{job_id}/retry", tags=["jobs"])
     def retry_job(job_id: JobId, who: Annotated[Principal, Depends(admin)]) -> JobInfo:
         """Queue a failed or cancelled job again (admin)."""
-        return _job(memory.retry_job, job_id)
+        return _job(lambda j: memory.retry_job(j, org_id=who.org_id), job_id)
 
     @router.post("/jobs/{job_id}/cancel", tags=["jobs"])
     def cancel_job(job_id: JobId, who: Annotated[Principal, Depends(admin)]) -> JobInfo:
         """Cancel a queued or failed job (admin)."""
-        return _job(memory.cancel_job, job_id)
+        return _job(lambda j: memory.cancel_job(j, org_id=who.org_id), job_id)
 
     return router

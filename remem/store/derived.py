@@ -411,13 +411,14 @@ class DerivedOps:
 
     def enqueue(self, kind: str, payload: dict[str, Any], *, job_id: str, priority: int = 0,
                 key: str | None = None, delay_s: float = 0.0, max_attempts: int = 5,
-                conn: sqlite3.Connection | None = None) -> bool:
-        """Queue a job (in ``conn``'s transaction if given); False when ``key`` is taken."""
+                org_id: str | None = None, conn: sqlite3.Connection | None = None) -> bool:
+        """Queue a job (in ``conn``'s transaction if given); False when ``key`` is taken.
+        ``org_id`` is the org whose data it concerns (None: the whole store)."""
         now = time.time()
         sql = ("INSERT OR IGNORE INTO jobs (id, kind, payload, priority, max_attempts, run_after, "
-               "idempotency_key, created_at, updated_at) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)")
+               "idempotency_key, created_at, updated_at, org_id) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)")
         args = (job_id, kind, json.dumps(payload, ensure_ascii=False), priority, max_attempts,
-                now + delay_s, key, now, now)
+                now + delay_s, key, now, now, org_id)
         if conn is not None:
             return conn.execute(sql, args).rowcount == 1
         with self.write() as c:
@@ -467,8 +468,12 @@ class DerivedOps:
                                      "its results are discarded")
 
     def jobs(self, *, state: str | None = None, kind: str | None = None,
-             limit: int = 50) -> list[JobInfo]:
+             org_id: str | None = None, limit: int = 50) -> list[JobInfo]:
+        """Jobs, newest first; with ``org_id``, only that org's."""
         clauses, params = ["1"], []
+        if org_id is not None:
+            clauses.append("org_id = ?")
+            params.append(org_id)
         if state is not None:
             clauses.append("state = ?")
             params.append(state)
@@ -479,14 +484,17 @@ class DerivedOps:
             f"SELECT {_JOB_COLUMNS} FROM jobs WHERE {' AND '.join(clauses)} "
             f"ORDER BY rowid DESC LIMIT ?", [*params, limit])]
 
-    def job(self, job_id: str) -> JobInfo:
-        row = self.conn.execute(f"SELECT {_JOB_COLUMNS} FROM jobs WHERE id = ?", (job_id,)).fetchone()
+    def job(self, job_id: str, org_id: str | None = None) -> JobInfo:
+        """One job; with ``org_id``, only if it is that org's."""
+        row = self.conn.execute(f"SELECT {_JOB_COLUMNS} FROM jobs WHERE id = ? AND "
+                                f"(? IS NULL OR org_id = ?)", (job_id, org_id, org_id)).fetchone()
         if row is None:
             raise JobNotFoundError(job_id)
         return _job_info(row)
 
-    def retry_job(self, job_id: str) -> JobInfo:
+    def retry_job(self, job_id: str, org_id: str | None = None) -> JobInfo:
         """Queue a failed or cancelled job again, with fresh attempts."""
+        self.job(job_id, org_id)
         with self.write() as conn:
             cur = conn.execute(
                 "UPDATE jobs SET state = 'queued', attempts = 0, run_after = ?, last_error = NULL, "
@@ -498,8 +506,9 @@ class DerivedOps:
                                   "can be retried")
         return self.job(job_id)
 
-    def cancel_job(self, job_id: str) -> JobInfo:
+    def cancel_job(self, job_id: str, org_id: str | None = None) -> JobInfo:
         """Cancel a queued job (a running one finishes its step first)."""
+        self.job(job_id, org_id)
         with self.write() as conn:
             cur = conn.execute("UPDATE jobs SET state = 'cancelled', updated_at = ? "
                                "WHERE id = ? AND state IN ('queued', 'failed')",
@@ -516,10 +525,11 @@ class DerivedOps:
             return conn.execute("DELETE FROM jobs WHERE state = 'done' AND updated_at < ?",
                                 (time.time() - older_than_s,)).rowcount
 
-    def all_scopes(self) -> Iterator[Scope]:
-        """Every (org, user, agent, project) that has derived memories."""
+    def all_scopes(self, org_id: str | None = None) -> Iterator[Scope]:
+        """Every (org, user, agent, project) that has derived memories (in one org)."""
         for org, user, agent, project in self.conn.execute(
-                "SELECT DISTINCT org_id, user_id, agent_id, project FROM memories WHERE raw = 0"):
+                "SELECT DISTINCT org_id, user_id, agent_id, project FROM memories WHERE raw = 0 "
+                "AND (? IS NULL OR org_id = ?)", (org_id, org_id)):
             yield Scope(org_id=org, user_id=user, agent_id=agent, project=project)
 
 

@@ -177,6 +177,11 @@ MIGRATIONS: list[str] = [
         last_used_at REAL
     );
     """,
+    # 3: each job records the org whose data it concerns (None: the whole store)
+    """
+    ALTER TABLE jobs ADD COLUMN org_id TEXT;
+    CREATE INDEX jobs_org ON jobs (org_id, rowid);
+    """,
 ]
 
 SCHEMA_VERSION = len(MIGRATIONS)

@@ -364,12 +364,13 @@ class SQLiteStore(DerivedOps):
                 if (n := self._adjacent(conn, r, after)) is not None}
         return near - set(rowids)
 
-    def _queue_embed(self, conn: sqlite3.Connection, job_id: str, passages: list[int]) -> None:
+    def _queue_embed(self, conn: sqlite3.Connection, job_id: str, passages: list[int],
+                     org_id: str | None = None) -> None:
         now = time.time()
         conn.execute(
-            "INSERT INTO jobs (id, kind, payload, run_after, created_at, updated_at) "
-            "VALUES (?, 'embed', ?, ?, ?, ?)",
-            (job_id, json.dumps({"passages": passages}), now, now, now),
+            "INSERT INTO jobs (id, kind, payload, run_after, created_at, updated_at, org_id) "
+            "VALUES (?, 'embed', ?, ?, ?, ?, ?)",
+            (job_id, json.dumps({"passages": passages}), now, now, now, org_id),
         )
 
     def insert(self, items: Sequence[NewMemory], embed_job_id: str | None) -> None:
@@ -412,7 +413,8 @@ class SQLiteStore(DerivedOps):
                     self._refresh_context(conn, self._around(conn, [rowid]))
                 passages += self._insert_passages(conn, rowid, item.passages or [item.text], context)
             if embed_job_id is not None:
-                self._queue_embed(conn, embed_job_id, passages)
+                self._queue_embed(conn, embed_job_id, passages,
+                                  items[0].scope.org_id if items else None)
 
     def _rowid(self, conn: sqlite3.Connection, memory_id: str, scope: Scope) -> int:
         where, params = scope_sql(scope)
@@ -454,7 +456,8 @@ class SQLiteStore(DerivedOps):
                 (rowid, version, text, row[4], reason, now),
             )
             conn.execute("DELETE FROM passages WHERE memory_rowid = ?", (rowid,))
-            self._queue_embed(conn, embed_job_id, self._insert_passages(conn, rowid, passages))
+            self._queue_embed(conn, embed_job_id, self._insert_passages(conn, rowid, passages),
+                              scope.org_id)
         return self.get(memory_id, scope)
 
     def set_status(self, memory_id: str, scope: Scope, status: str, reason: str | None) -> MemoryItem:
