@@ -406,3 +406,15 @@ def test_async_memory_has_the_agent_methods(tmp_path: Path) -> None:
 
     kind, text, jobs = asyncio.run(main())
     assert kind == "convention" and "make ship" in text and jobs >= 1
+
+
+def test_the_graph_channel_follows_a_chain_of_memories_used_together(mem: Memory) -> None:
+    deploy = mem.remember("Deploys go through `make ship`", kind="convention", **WEB)
+    vpn = mem.remember("The VPN config lives in ops/vpn.conf", kind="project", **WEB)
+    oncall = mem.remember("Rotate the on-call pager every Monday", kind="convention", **WEB)
+    mem.used([deploy.id, vpn.id], **WEB)
+    mem.used([vpn.id, oncall.id], **WEB)
+
+    hits = mem.search("make ship deploys", **WEB, include_episodes=False)
+
+    assert "graph" in {h.memory.id: h.channels for h in hits}[oncall.id]

@@ -125,18 +125,25 @@ class Retriever:
         ]
 
     def _linked(self, seeds: list[int], scope: Scope, filters: Filters) -> list[int]:
-        """Memories one edge away from the seeds, best first: the edge's type weight times
-        its strength, discounted by the seed's rank."""
+        """Memories one or two edges away from the seeds, best first: the edge's type
+        weight times its strength, discounted by the seed's rank; a second hop counts half."""
+        score = self._hop(seeds, 1.0)
+        second = [r for r in sorted(score, key=lambda r: -score[r])[:10] if r not in seeds]
+        for other, w in self._hop(second, 0.5).items():
+            score[other] = score.get(other, 0.0) + w
+        ok = self.store.accept(list(score), scope, filters)
+        return sorted((r for r in score if r in ok), key=lambda r: (-score[r], r))
+
+    def _hop(self, seeds: list[int], factor: float) -> dict[int, float]:
         score: dict[int, float] = {}
         rank = {s: i for i, s in enumerate(seeds)}
         for seed, other, kind, weight in self.store.edges_of(seeds):
-            w = EDGE_WEIGHTS.get(kind, 0.0) * min(weight, 3.0) / (1 + rank[seed])
+            w = factor * EDGE_WEIGHTS.get(kind, 0.0) * min(weight, 3.0) / (1 + rank[seed])
             if w > 0:  # a linked memory that is a hit already is lifted too
                 score[other] = score.get(other, 0.0) + w
         for other, seed in self.store.entity_neighbors(seeds):
-            score[other] = score.get(other, 0.0) + EDGE_WEIGHTS["mentions"] / (1 + rank[seed])
-        ok = self.store.accept(list(score), scope, filters)
-        return sorted((r for r in score if r in ok), key=lambda r: (-score[r], r))
+            score[other] = score.get(other, 0.0) + factor * EDGE_WEIGHTS["mentions"] / (1 + rank[seed])
+        return score
 
     @staticmethod
     def _diversify(ordered: list[int], scores: dict[int, float], items: dict[int, MemoryItem],
