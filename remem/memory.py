@@ -214,6 +214,16 @@ class Memory:
         self._notify_ready()
         return not still and not failed
 
+    def wait(self, job_ids: Sequence[str], *, kinds: Sequence[str] | None = None,
+             timeout: float | None = None) -> bool:
+        """Wait for some jobs (those of ``kinds`` among them, if given), e.g. only the
+        embedding of an add: True if they all succeeded before ``timeout``."""
+        self._check_open()
+        ids = {j for j in job_ids if kinds is None or self.store.job(j).kind in kinds}
+        still, failed = wait_for(self.store, self.worker, ids, timeout)
+        self._notify_ready()
+        return not still and not failed
+
     # --- writing ----------------------------------------------------------------------
 
     def _queue(self, items: list[NewMemory], known: dict[int, str] | None = None) -> AddResult:

@@ -269,6 +269,7 @@ def test_the_tree_groups_memories_by_topic(mem: Memory) -> None:
     coffee_topic = next(t for label, t in by_label.items() if "coffee" in label)
     assert len(pytest_topic) == 3 and len(coffee_topic) == 2
     assert "pytest" in tree.render()
+    assert mem.tree(user_id="alice").size == 5  # a scope field left out matches any, as in list
 
 
 def test_context_puts_the_core_block_first_and_stays_in_budget(mem: Memory) -> None:

@@ -90,6 +90,13 @@ def test_each_rule_gets_a_kind_from_its_heading_and_wording() -> None:
     ]
 
 
+def test_rules_under_a_project_heading_are_conventions() -> None:
+    found = parse_text("# Project rules\n\n- Always run `make lint` before pushing.\n"
+                       "- Name branches after their ticket.\n")
+
+    assert [s.kind for s in found] == ["convention", "convention"]
+
+
 def test_import_claude_md_stores_typed_memories_that_cite_their_lines(project: Path) -> None:
     (project / "CLAUDE.md").write_text(CLAUDE_MD)
     db = project / "m.db"

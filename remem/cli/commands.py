@@ -71,8 +71,11 @@ def add(
         result = m.add({"role": role, "content": text}, timestamp=timestamp,
                        metadata=metadata or None,
                        **scope(org, user, agent, project, session))
-        if wait:
-            m.flush()
+        if wait:  # searchable by meaning, then a little time for extraction to finish
+            m.wait(result.job_ids, kinds=["embed"])
+            if not m.wait(result.job_ids, timeout=10):
+                err_console().print("extraction is not finished; it goes on the next time remem "
+                                    "opens this store, or in `remem worker` (see `remem jobs`)")
     if as_json:
         print_json(result.model_dump(mode="json"))
     else:

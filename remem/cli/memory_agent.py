@@ -135,6 +135,8 @@ def skills(
     if as_json:
         print_json({"skills": [s.model_dump(mode="json") for s in found], "written": written})
         return
+    if not found:
+        out_console().print("no skills yet: a procedure that works three times becomes a candidate")
     render_items(found, out_console())
     for path in written:
         out_console().print(f"wrote {path}")

@@ -58,6 +58,7 @@ _HEAD_KIND = [
     ("project", re.compile(r"overview|about|architecture|structure|layout|stack|project|"
                            r"context|background|introduction|what is", re.I)),
 ]
+_RULES = re.compile(r"\brules?\b|conventions?|guidelines?|standards?|style", re.I)
 _TEXT_KIND = [
     ("pitfall", re.compile(r"\b(?:fails?|failing|breaks?|broken|crash\w*|does ?n[o']t work|"
                            r"won'?t work|beware|gotcha|careful|pitfall|trap|hangs?|times? out)\b|"
@@ -110,6 +111,8 @@ def _kind(text: str, section: Section, numbered: bool) -> str:
     for kind, pattern in _HEAD_KIND:
         if pattern.search(heading):
             if kind == "procedure" and not numbered:
+                return "convention"
+            if kind == "project" and _RULES.search(heading):  # "Project rules" are rules
                 return "convention"
             return kind
     return "convention"

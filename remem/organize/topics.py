@@ -111,8 +111,9 @@ class MindMap:
             self.store.place([m.id for m in group], child)
 
     def tree(self, scope: Scope, *, per_topic: int = 20) -> TopicNode:
-        """The whole tree of a scope, topics with their (most used first) memories."""
-        topics = self.store.topics(scope)
+        """The tree of a scope and every scope inside it (a field left out matches any, as
+        in search), topics with their (most used first) memories."""
+        topics = self.store.topics(scope, exact=False)
         members = self.store.topic_members([t.rowid for t in topics])
         children: dict[int | None, list[TopicRow]] = {}
         for t in topics:

@@ -293,13 +293,18 @@ class DerivedOps:
 
     # --- the mind map -------------------------------------------------------------------
 
-    def topics(self, scope: Scope) -> list[TopicRow]:
-        where, params = _scope_where(scope, "t")
-        exact = " AND ".join(f"t.{n} IS ?" for n in ("user_id", "agent_id", "project"))
+    def topics(self, scope: Scope, *, exact: bool = True) -> list[TopicRow]:
+        """The topics of exactly this scope (the tree memories are placed in), or, with
+        ``exact=False``, of every scope inside it (a field left out matches any)."""
+        if exact:
+            where = "t.org_id = ? AND " + " AND ".join(
+                f"t.{n} IS ?" for n in ("user_id", "agent_id", "project"))
+            params: list[Any] = [scope.org_id, scope.user_id, scope.agent_id, scope.project]
+        else:
+            where, params = _scope_where(scope, "t")
         return [TopicRow(r, p, lab, json.loads(kw), size) for r, p, lab, kw, size in self.conn.execute(
             f"SELECT t.rowid, t.parent, t.label, t.keywords, t.size FROM topics t "
-            f"WHERE t.org_id = ? AND {exact} ORDER BY t.rowid",
-            [scope.org_id, scope.user_id, scope.agent_id, scope.project])]
+            f"WHERE {where} ORDER BY t.rowid", params)]
 
     def save_topic(self, scope: Scope, topic: TopicRow | None, *, parent: int | None, label: str,
                    keywords: dict[str, int], size: int) -> int:
