@@ -36,7 +36,10 @@ def candidates(store: SQLiteStore, extractor: Extractor | None, episode_ids: Seq
                           []).append(item)
     out = []
     for group in groups.values():
-        context = store.session_before(group[0], context_turns)
+        first = group[0]
+        context = [] if first.session_id is None else store.recent_turns(
+            Scope(org_id=first.org_id, user_id=first.user_id, agent_id=first.agent_id,
+                  project=first.project, session_id=first.session_id), context_turns, before=first.id)
         fresh = {i.id for i in group}
         episodes = [EpisodeIn.from_item(i) for i in [*context, *group]]
         texts = {e.id: e.text for e in episodes}

@@ -25,14 +25,9 @@ _JOB_COLUMNS = ("id, kind, state, priority, attempts, max_attempts, run_after, l
 
 def _scope_where(scope: Scope, alias: str = "m") -> tuple[str, list[Any]]:
     """The scope wall for memories shared across sessions: session_id does not narrow."""
-    clauses = [f"{alias}.org_id = ?"]
-    params: list[Any] = [scope.org_id]
-    for name in ("user_id", "agent_id", "project"):
-        value = getattr(scope, name)
-        if value is not None:
-            clauses.append(f"{alias}.{name} = ?")
-            params.append(value)
-    return " AND ".join(clauses), params
+    from .sqlite import scope_sql
+
+    return scope_sql(scope.model_copy(update={"session_id": None}), alias)
 
 
 class TopicRow:
@@ -82,23 +77,17 @@ class DerivedOps:
         return dict(self.conn.execute(
             f"SELECT id, rowid FROM memories WHERE id IN ({marks})", list(ids)).fetchall())
 
-    def session_before(self, item: MemoryItem, limit: int) -> list[MemoryItem]:
-        """Up to ``limit`` active episodes of the same session just before ``item``."""
-        if item.session_id is None or limit <= 0:
-            return []
-        rows = self.conn.execute(
-            f"SELECT {self._columns()} FROM memories m WHERE m.org_id = ? AND m.session_id = ? "
-            f"AND m.user_id IS ? AND m.project IS ? AND m.raw = 1 AND m.status = 'active' "
-            f"AND m.rowid < (SELECT rowid FROM memories WHERE id = ?) "
-            f"ORDER BY m.rowid DESC LIMIT ?",
-            (item.org_id, item.session_id, item.user_id, item.project, item.id, limit)).fetchall()
-        return list(reversed(self._items(rows)))
-
-    def recent_turns(self, scope: Scope, limit: int) -> list[MemoryItem]:
-        """The last ``limit`` active episodes of the scope's session, oldest first."""
+    def recent_turns(self, scope: Scope, limit: int, *, before: str | None = None) -> list[MemoryItem]:
+        """The last ``limit`` active episodes of the scope (its session, when it names
+        one), oldest first; with ``before``, only those before that episode."""
         from .sqlite import scope_sql
 
+        if limit <= 0:
+            return []
         where, params = scope_sql(scope)
+        if before is not None:
+            where += " AND m.rowid < (SELECT rowid FROM memories WHERE id = ?)"
+            params.append(before)
         rows = self.conn.execute(
             f"SELECT {self._columns()} FROM memories m WHERE {where} AND m.raw = 1 "
             f"AND m.status = 'active' ORDER BY m.rowid DESC LIMIT ?", [*params, limit]).fetchall()
