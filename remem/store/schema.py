@@ -182,6 +182,10 @@ MIGRATIONS: list[str] = [
     ALTER TABLE jobs ADD COLUMN org_id TEXT;
     CREATE INDEX jobs_org ON jobs (org_id, rowid);
     """,
+    # 4: finding the same turn again (a replayed conversation) without scanning its session
+    """
+    CREATE INDEX memories_turn ON memories (org_id, session_id, event_time) WHERE raw = 1;
+    """,
 ]
 
 SCHEMA_VERSION = len(MIGRATIONS)
