@@ -100,6 +100,7 @@ class KeyStore:
     def __init__(self, store: SQLiteStore) -> None:
         self.store = store
         self._touched: dict[str, float] = {}
+        self._seen_any = False
         self._lock = threading.Lock()
 
     def create(self, org_id: str, *, user_id: str | None = None,
@@ -144,8 +145,12 @@ class KeyStore:
         return self.get(key_id)
 
     def any(self) -> bool:
-        """True once any key was ever created: from then on every request needs a key."""
-        return self.store.conn.execute("SELECT 1 FROM api_keys LIMIT 1").fetchone() is not None
+        """True once any key was ever created: from then on every request needs a key.
+        Keys are revoked, never deleted, so a True is kept rather than asked again."""
+        if not self._seen_any:
+            self._seen_any = self.store.conn.execute(
+                "SELECT 1 FROM api_keys LIMIT 1").fetchone() is not None
+        return self._seen_any
 
     def active(self) -> int:
         """How many keys are not revoked."""
