@@ -123,12 +123,10 @@ def skills(
         found = m.skills(status=status, **where)
     written = []
     if out is not None:
-        from ..organize.skills import skill_name
-
         for skill in found:
             md = skill.metadata.get("skill_md")
             if md:
-                path = out / skill_name(str(skill.metadata.get("task", skill.id))) / "SKILL.md"
+                path = out / str(skill.metadata.get("name") or skill.id) / "SKILL.md"
                 path.parent.mkdir(parents=True, exist_ok=True)
                 path.write_text(md, encoding="utf-8")
                 written.append(str(path))

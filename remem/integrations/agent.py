@@ -18,7 +18,6 @@ from typing import Any, Literal
 from ..errors import NotFoundError, ValidationError
 from ..memory import Memory
 from ..model import AddResult, Hit, MemoryItem
-from ..organize.skills import skill_name
 from ..text import estimate_tokens, words
 from .anchors import anchor, anchors_of, changed, parse_file_spec, relative
 from .scope import AgentScope
@@ -369,9 +368,10 @@ class AgentMemory:
 
     @staticmethod
     def skill_name(item: MemoryItem) -> str:
-        """A skill's name: its task as lower-case words joined by dashes."""
-        task = item.metadata.get("task")
-        return skill_name(task) if isinstance(task, str) and task.strip() else item.id
+        """A skill's name: its task as lower-case words joined by dashes (set by the
+        memory agent), else its id."""
+        name = item.metadata.get("name")
+        return name if isinstance(name, str) and name.strip() else item.id
 
     def skills_text(self) -> str:
         """The skills as lines: name, status (approved or candidate), what it does, id."""

@@ -33,7 +33,7 @@ from ..store.sqlite import SQLiteStore
 from ..text import split_passages
 from .conflicts import FAMILIES, find_conflict
 from .similarity import content_words, jaccard, normalise
-from .skills import is_success, steps_of, task_of
+from .skills import is_success, skill_name, steps_of, task_of
 from .topics import MindMap
 
 __all__ = ["MemoryAgent", "Prepared", "maturity_for", "shared_scope"]
@@ -215,6 +215,7 @@ class MemoryAgent:
             id=skill_id, kind="skill", text=text, raw=False, scope=scope, observed_at=time.time(),
             subject=proc.subject,
             metadata={"skill_status": "candidate", "procedure": procedure_id, "task": task,
+                      "name": skill_name(task),
                       "steps": steps, "successes": meta.get("successes", 0)},
             passages=split_passages(text, self.chunk_tokens), source_ids=proc.sources,
         )], new_id("j_"))
