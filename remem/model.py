@@ -55,6 +55,11 @@ class Scope(BaseModel):
 
     ``org_id`` always applies (default ``"default"``); the others narrow a query when
     given and are recorded on everything written.
+
+    ``nested`` widens a read to the levels above it: a project's reads also see the
+    user's memories that belong to no project, and a user's reads the org's memories that
+    belong to no user (and likewise for ``agent_id``). Other users, orgs and projects stay
+    walled off. Writes ignore it.
     """
 
     model_config = ConfigDict(frozen=True, extra="forbid")
@@ -64,6 +69,7 @@ class Scope(BaseModel):
     agent_id: str | None = None
     project: str | None = None
     session_id: str | None = None
+    nested: bool = False
 
 
 class MemoryItem(BaseModel):
@@ -168,10 +174,15 @@ class Stats(BaseModel):
 
 
 #: The kinds of memory an extractor may propose.
-KINDS = ("preference", "profile", "project", "convention", "pitfall", "procedure", "skill",
-         "files", "decision", "fact", "event")
-Kind = Literal["preference", "profile", "project", "convention", "pitfall", "procedure",
+KINDS = ("preference", "persona", "profile", "project", "convention", "pitfall", "procedure",
+         "skill", "files", "decision", "fact", "event")
+Kind = Literal["preference", "persona", "profile", "project", "convention", "pitfall", "procedure",
                "skill", "files", "decision", "fact", "event"]
+#: What a statement does: says something new, changes or corrects something known, asks
+#: to forget, sets a standing rule, or nothing worth keeping.
+Intent = Literal["statement", "update", "correction", "forget", "instruction", "chitchat"]
+#: Where a memory belongs: the user everywhere, the project, or only this session.
+Level = Literal["user", "project", "session"]
 
 
 class Candidate(BaseModel):
@@ -180,7 +191,9 @@ class Candidate(BaseModel):
     ``text`` is short and in the language it was said in. ``subject`` is who or what it
     is about: the speaker's name for what a named speaker says about themselves, ``"user"``
     for the generic user role, the project (or ``"project"``, ``"environment"``) for facts
-    about the work. ``rule`` names what produced it, for explanations.
+    about the work. ``rule`` names what produced it, for explanations. ``intent`` says
+    whether it updates or corrects something known; ``level`` whether it holds for the
+    user in every project (stored outside any project) or for this project.
     """
 
     model_config = ConfigDict(frozen=True, extra="forbid")
@@ -195,6 +208,8 @@ class Candidate(BaseModel):
     confidence: float = Field(default=0.5, ge=0.0, le=1.0)
     source_ids: list[str] = Field(default_factory=list)
     rule: str
+    intent: Intent = "statement"
+    level: Level = "project"
 
 
 class JobInfo(BaseModel):

@@ -157,6 +157,27 @@ def prefetch(
 
 
 @bench_app.command()
+def scenarios(
+    data: Annotated[Path, typer.Option(
+        exists=True, dir_okay=False, help="A scenario file (JSONL, benchmarks/scenarios/README.md).")],
+    limit: Annotated[int | None, typer.Option(help="Only the first N scenarios.")] = None,
+    blocks: Annotated[bool, typer.Option(
+        "--blocks", help="List each failure with the context block the probe saw.")] = False,
+    progress: ProgressOpt = True,
+    as_json: JsonOpt = False,
+) -> None:
+    """Feed multi-session scenarios into fresh stores and probe a later session: what the
+    session-start block carries, updates, forget requests, scope leaks, context precision.
+
+    Example: remem bench scenarios --data benchmarks/scenarios/heldout.jsonl --json
+    """
+    run = load_runner("scenarios")
+    with boundary():
+        result = run(data, limit=limit, progress=progress, show_blocks=blocks)
+    report(f"scenarios ({data.name})", result, as_json)
+
+
+@bench_app.command()
 def scale(
     n: Annotated[int, typer.Option("--n", min=1, help="How many memories to store.")] = 100_000,
     queries: Annotated[int, typer.Option(min=1, help="How many searches to time.")] = 200,

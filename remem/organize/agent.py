@@ -5,19 +5,21 @@ each with what is already known in the scope:
 
 - the same thing again (same kind and subject, same or nearly the same words) is merged:
   the memory gains the new sources, and is confirmed when seen in another session;
-- a contradiction (see :mod:`.conflicts`) supersedes the old memory: ``valid_to``, status
+- a new value of the same attribute (see :mod:`.relate`: a trained pair head over the
+  nearest memories in meaning) supersedes the old memory: ``valid_to``, status
   ``superseded``, a ``supersedes`` edge and a history entry; never a delete;
 - anything else is a new memory, with its entities, its place in the mind map and, for
   a procedure that keeps working, a skill candidate.
 
-"Forget what I said about X" in a user's turn forgets the memories about X. All of a
-batch is written in one transaction, with the job that asked for it.
+A user's request to forget something, in any wording the heads recognise ("forget what
+I said about X", "别记那个了"), forgets the memories it is about and hides the turns that
+said it (soft: recoverable, with history). All of a batch is written in one transaction,
+with the job that asked for it.
 """
 
 from __future__ import annotations
 
 import logging
-import re
 import time
 from collections import Counter
 from collections.abc import Sequence
@@ -27,11 +29,13 @@ from typing import Any
 
 from ..config import AgentConfig
 from ..embed import Embedder
+from ..extract.heads import Reader
+from ..extract.statements import units
 from ..model import Candidate, MemoryItem, Scope, new_id
 from ..store.base import NewMemory
 from ..store.sqlite import SQLiteStore
 from ..text import split_passages
-from .conflicts import FAMILIES, find_conflict
+from .relate import family, forget_targets, relate
 from .similarity import content_words, jaccard, normalise
 from .skills import is_success, skill_name, steps_of, task_of
 from .topics import MindMap
@@ -40,23 +44,12 @@ __all__ = ["MemoryAgent", "Prepared", "maturity_for", "shared_scope"]
 
 log = logging.getLogger(__name__)
 
-_FORGET = re.compile(
-    r"(?:^|[.!?]\s+)(?:please |ok,? |and )?(?:forget|stop remembering|delete what you know)"
-    r"(?: (?:what|everything|anything) (?:i|we) (?:said|told you|mentioned))?"
-    r"(?: (?:about|regarding|on))?\s+(?P<what>[^.?!]+)"
-    r"|(?:^|[。！？]\s*)(?:请)?(?:忘掉|忘记|别记)(?:我说的|我说过的)?(?:关于)?(?P<zh>[^。？！]+)",
-    re.IGNORECASE)
-
-
 @dataclass(frozen=True)
 class Prepared:
     """Candidates (with their scope and evidence text) and vectors for their texts."""
 
     found: list[tuple[Scope, Candidate, str]]
     vectors: dict[str, Any] = field(default_factory=dict)
-
-
-_VAGUE = {"thing", "things", "stuff", "part", "bit", "事", "那个"}
 
 
 def maturity_for(sessions: int, helpful: int) -> str:
@@ -79,10 +72,11 @@ class MemoryAgent:
     """Extracts, merges, supersedes and organises memories in one store."""
 
     def __init__(self, store: SQLiteStore, embedder: Embedder, config: AgentConfig, *,
-                 chunk_tokens: int = 200) -> None:
+                 reader: Reader | None = None, chunk_tokens: int = 200) -> None:
         self.store = store
         self.embedder = embedder
         self.config = config
+        self.reader = reader or Reader()
         self.chunk_tokens = chunk_tokens
         self.mindmap = MindMap(store, config.topic_max_size)
 
@@ -117,19 +111,23 @@ class MemoryAgent:
 
     # --- one candidate --------------------------------------------------------------------
 
-    def _family(self, kind: str) -> list[str]:
-        return sorted(next((f for f in FAMILIES if kind in f), frozenset({kind})))
-
     def absorb(self, cand: Candidate, scope: Scope, *, evidence: str = "",
                vector: Any = None, session_id: str | None = None,
-               metadata: dict[str, Any] | None = None) -> tuple[str, str]:
+               metadata: dict[str, Any] | None = None,
+               known_in: Scope | None = None) -> tuple[str, str]:
         """Merge, supersede or create for one candidate; returns (action, memory id).
+        ``scope`` is where a new memory is written; ``known_in`` where what it may repeat
+        or replace is looked for (by default ``scope`` and the levels above it).
         ``metadata`` (e.g. code anchors) goes onto the memory; on a merge, lists are
         joined and other keys kept as they were."""
-        session = session_id or self._session_of(cand)
+        source = self.store.items_by_id(cand.source_ids[:1])
+        session = session_id or (source[0].session_id if source else None)
+        if known_in is None and source:
+            known_in = shared_scope(source[0])
+        look = (known_in or scope).model_copy(update={"nested": True, "session_id": None})
         # the same words again, however old the memory; then near duplicates among the recent
-        existing = self.store.derived(scope, self._family(cand.kind), limit=300)
-        existing = self.store.derived(scope, [cand.kind], text=cand.text, limit=1) + existing
+        existing = self.store.derived(look, family(cand.kind), limit=300)
+        existing = self.store.derived(look, [cand.kind], text=cand.text, limit=1) + existing
         norm, mine = normalise(cand.text), content_words(cand.text)
         for m in existing:
             if m.kind != cand.kind or (m.subject or "") != cand.subject:
@@ -138,17 +136,16 @@ class MemoryAgent:
             if same or normalise(m.text) == norm:
                 self._merge(m, cand, session, metadata or {})
                 return "merged", m.id
-        conflict = find_conflict(cand.kind, cand.subject, cand.text, evidence, cand.rule, existing)
+        rel = relate(self.reader, cand.text, list({m.id: m for m in existing}.values()))
+        if rel is not None and rel.action == "same" and rel.memory.kind == cand.kind:
+            self._merge(rel.memory, cand, session, metadata or {})
+            return "merged", rel.memory.id
         item = self._create(cand, scope, session, vector, metadata or {})
-        if conflict is not None:
-            at = _ts(cand.event_time) or time.time()
-            self.store.supersede(conflict.id, item.id, at=at, reason=f"replaced by: {cand.text}")
+        if rel is not None and rel.action == "supersede":
+            at = _ts(cand.event_time) or _ts(cand.observed_at) or time.time()
+            self.store.supersede(rel.memory.id, item.id, at=at, reason=f"replaced by: {cand.text}")
             return "superseded", item.id
         return "created", item.id
-
-    def _session_of(self, cand: Candidate) -> str | None:
-        found = self.store.items_by_id(cand.source_ids[:1])
-        return found[0].session_id if found else None
 
     def _merge(self, memory: MemoryItem, cand: Candidate, session: str | None,
                extra: dict[str, Any]) -> None:
@@ -228,16 +225,34 @@ class MemoryAgent:
         for ep in self.store.items_by_id(episode_ids):
             if ep.kind != "episode" or (ep.role or "user").lower() in {"assistant", "system", "tool"}:
                 continue
-            m = _FORGET.search(ep.text)
-            if m is None:
-                continue
-            what = content_words(m.group("what") or m.group("zh") or "") - _VAGUE
-            if not what:
-                continue
-            for mem in self.store.derived(shared_scope(ep), limit=1000):
-                have = content_words(mem.text) | {str(e).lower() for e in mem.metadata.get("entities", [])}
-                if what <= have or (len(what) > 2 and len(what & have) / len(what) >= 0.75):
-                    self.store.set_fields(mem.id, None, action="forgotten", status="forgotten",
-                                          reason=f"asked to forget: {ep.text[:200]}")
-                    forgotten.append(mem.id)
+            for unit in units(ep.text):
+                reading = self.reader.read([unit.text], ["user"])[0]
+                if reading.intent == "forget" and reading.intent_p >= 0.5:
+                    forgotten += self.forget_about(unit.text, ep)
         return forgotten
+
+    def forget_about(self, request: str, said_in: MemoryItem) -> list[str]:
+        """Forget the memories ``request`` is about, in the scope of the turn that said
+        it, and hide the turns they came from and the request itself. Returns the ids."""
+        look = shared_scope(said_in).model_copy(update={"nested": True})
+        targets = forget_targets(self.reader, request, self.store.derived(look, limit=1000))
+        if not targets:  # "forget that": what the turns just before it said
+            before = self.store.recent_turns(
+                look.model_copy(update={"nested": False, "session_id": said_in.session_id}),
+                3, before=said_in.id) if said_in.session_id else []
+            recent = {t.id for t in before if (t.role or "user").lower() not in {"assistant", "tool"}}
+            if not content_words(request) - self.reader.heads.forget_words:
+                targets = [m for m in self.store.derived(look, limit=300) if recent & set(m.sources)]
+        reason = f"asked to forget: {request[:200]}"
+        hidden: list[str] = []
+        episodes = {said_in.id}
+        for mem in targets:
+            self.store.set_fields(mem.id, None, action="forgotten", status="forgotten", reason=reason)
+            hidden.append(mem.id)
+            episodes.update(mem.sources)
+        for ep in self.store.items_by_id(sorted(episodes)):
+            if ep.is_episode and ep.status == "active":
+                self.store.set_fields(ep.id, None, action="forgotten", status="forgotten",
+                                      reason=reason)
+                hidden.append(ep.id)
+        return hidden

@@ -46,7 +46,10 @@ def candidates(store: SQLiteStore, extractor: Extractor | None, episode_ids: Seq
         for cand in extract_checked(extractor, episodes).candidates:
             if fresh & set(cand.source_ids):  # what the context alone says was handled before
                 evidence = " ".join(texts.get(s, "") for s in cand.source_ids)
-                out.append((shared_scope(group[0]), cand, evidence))
+                scope = shared_scope(group[0])
+                if cand.level == "user":  # true of the user in every project
+                    scope = scope.model_copy(update={"project": None})
+                out.append((scope, cand, evidence))
     return out
 
 

