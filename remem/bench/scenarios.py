@@ -110,7 +110,7 @@ def probe(m: Memory, scenario: dict[str, Any]) -> dict[str, Any]:
         checks["stale"] = not any(contains(d.text, a) for d in derived for a in absent)
     if p.get("superseded"):
         user = _scope(scenario, {})["user_id"]
-        old = [i for i in m.list(user_id=user, include_inactive=True, limit=200).items
+        old = [i for i in m.list(user_id=user, include_inactive=True, limit=200)
                if i.status == "superseded" and contains(i.text, p["superseded"])]
         checks["superseded"] = bool(old) and len(m.history(old[0].id)) > 1
     if p.get("forgotten"):
