@@ -40,7 +40,7 @@ class RetrievalConfig(BaseModel):
 
 #: Days after which an unused memory of each kind has half its strength.
 DEFAULT_HALF_LIVES = {
-    "pitfall": 365.0, "convention": 365.0, "preference": 365.0, "profile": 365.0,
+    "pitfall": 365.0, "convention": 365.0, "preference": 365.0, "persona": 365.0, "profile": 365.0,
     "project": 270.0, "skill": 365.0, "decision": 180.0, "procedure": 180.0, "files": 90.0,
     "fact": 120.0, "event": 30.0,
 }

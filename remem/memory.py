@@ -474,13 +474,14 @@ class Memory:
         """Memories in the scope, newest first, one page at a time (``page.next_cursor``).
 
         Derived memories only, unless ``include_episodes``; active ones only, unless
-        ``include_inactive``.
+        ``include_inactive``. A project's list includes the user's memories that belong
+        to no project, and the team's (``project`` / ``user_id`` None on the item).
         """
         self._check_open()
         if not isinstance(limit, int) or not 1 <= limit <= 1000:
             raise ValidationError("limit", f"expected an integer from 1 to 1000, got {limit!r}")
         scope = parse_scope(org_id=org_id, user_id=user_id, agent_id=agent_id, project=project,
-                            session_id=session_id)
+                            session_id=session_id).model_copy(update={"nested": True})
         statuses = ("active", "superseded", "archived", "forgotten") if include_inactive else ("active",)
         kinds = _kinds(kinds) or None
         filters = Filters(kinds=kinds,

@@ -59,7 +59,7 @@ logger = logging.getLogger(__name__)
 
 #: The extraction calls: each group of kinds found by the classification gets one.
 KIND_GROUPS: dict[str, tuple[str, ...]] = {
-    "personal": ("preference", "profile"),
+    "personal": ("preference", "persona", "profile"),
     "project": ("project", "convention", "decision", "files"),
     "pitfall": ("pitfall",),
     "procedure": ("procedure", "skill"),
@@ -70,6 +70,8 @@ _GUIDE = {
     "preference": "a standing like, dislike or rule for how things should be done or answered "
                   "(\"always use pnpm\", \"answer in Chinese\", \"I hate tabs\"). Keep the speaker's "
                   "own language and wording. A one-off request for the task at hand is not one.",
+    "persona": "how the agent should sound or behave with this user: tone, bluntness, humour, "
+               "formality (\"be blunt\", \"a bit of humour is fine\").",
     "profile": "who a person is: name, job, where they live, family, background, lasting traits.",
     "project": "what the project is: its purpose, stack, structure, where it runs.",
     "convention": "a rule of the codebase or team: naming, style, branches, reviews, tooling.",

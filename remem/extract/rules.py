@@ -94,7 +94,7 @@ class RulesExtractor:
         return out
 
     def _candidate(self, ep: EpisodeIn, unit: Unit, r: Reading) -> Candidate | None:
-        if not r.worth or r.intent in ("forget", "chitchat"):
+        if not r.worth or r.intent == "forget":  # the kind head decides what is worth keeping
             return None
         kind = "procedure" if unit.steps and r.kind in ("procedure", "convention", "project",
                                                          "preference") else r.kind
@@ -108,7 +108,9 @@ class RulesExtractor:
             return None
         if kind == "event" and event_time is None:
             event_time = when
-        level = "user" if r.level == "user" and not ep.is_agent else "project"
+        # a rule about the work holds for the user everywhere only when said so plainly
+        sure = 0.6 if kind in _PERSONAL else 0.85
+        level = "user" if r.level == "user" and r.level_p >= sure and not ep.is_agent else "project"
         if level == "user" or kind in _PERSONAL:
             subject = ep.speaker
         elif ep.project is None and ep.speaker != "user" and not ep.is_agent:
@@ -119,4 +121,5 @@ class RulesExtractor:
         return Candidate(kind=kind, text=text, subject=subject,  # type: ignore[arg-type]
                          entities=_entities(text, subject), tags=[lang], event_time=event_time,
                          observed_at=when, confidence=round(r.kind_p, 3), source_ids=[ep.id],
-                         rule=f"heads.{kind}", intent=r.intent, level=level)  # type: ignore[arg-type]
+                         rule=f"heads.{kind}", level=level,
+                         intent="statement" if r.intent == "chitchat" else r.intent)  # type: ignore[arg-type]

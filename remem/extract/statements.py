@@ -145,8 +145,8 @@ def _resolve_en(text: str, name: str) -> str:
             fix_next = False
         elif fix_next:
             fix_next = False
-        if core == "I":
-            tok = tok.replace("I", name if not out or not "".join(out).strip() else mid, 1)
+        if core in ("I", "i"):
+            tok = tok.replace(core, name if not "".join(out).strip() else mid, 1)
             fix_next = True
         elif low in ("my", "mine"):
             tok = tok.replace(core, (name if not "".join(out).strip() else mid) + "'s", 1)
@@ -165,7 +165,7 @@ def _resolve_zh(text: str, name: str) -> str:
 def render(unit: Unit, speaker: str, when: datetime | None) -> tuple[str, datetime | None]:
     """The unit as a memory's text, and the date it speaks of (if any)."""
     lang = "zh" if has_cjk(unit.text) else "en"
-    text = unit.text.strip().rstrip("。！；;,， ")
+    text = unit.text.strip().rstrip("。！；;,，.! ")
     if lang == "zh":
         text = _ZH_FILLER.sub("", text).strip()
         text = _resolve_zh(text, "用户" if speaker == "user" else speaker)

@@ -1,7 +1,8 @@
 """Train the memory agent's heads: ``python -m remem.extract.train``.
 
 Reads ``training/statements_*.jsonl`` and ``training/pairs_*.jsonl`` (formats in
-``training/README.md``), embeds the texts with the bundled embedder, fits one softmax
+``training/README.md``) and the one-turn cases of the ``dev`` split of the extraction
+corpus (``corpus.jsonl``: kind and level only, it has no intents), embeds the texts with the bundled embedder, fits one softmax
 regression per head by full-batch gradient descent from zeros (so the same data gives the
 same weights), and writes ``training/heads.npz``. Before the final fit on everything it
 holds out every fifth statement and pair (chosen by a hash of the text, not at random)
@@ -47,6 +48,28 @@ def _load(pattern: str) -> list[dict[str, Any]]:
     return rows
 
 
+def corpus_statements() -> list[dict[str, Any]]:
+    """One-turn ``dev`` cases of the extraction corpus as statements (kind and level)."""
+    from .evaluate import load_corpus
+
+    out = []
+    for case in load_corpus():
+        eps = case.get("episodes", [])
+        expect = case.get("expect", [])
+        if case.get("split") != "dev" or len(eps) != 1 or "text" not in eps[0] or len(expect) > 1:
+            continue
+        kind = expect[0]["kind"] if expect else "none"
+        if kind not in KIND_LABELS:
+            continue
+        role = eps[0].get("role", "user")
+        level = "session" if kind == "none" else (
+            "user" if expect[0].get("subject") not in (None, "project", case.get("project")) else "project")
+        out.append({"text": eps[0]["text"], "lang": case.get("lang", "en"),
+                    "role": role if role in ("user", "assistant", "tool") else "user",
+                    "kind": kind, "intent": None, "level": level})
+    return out
+
+
 def fit(x: np.ndarray, y: np.ndarray, classes: int, *, steps: int = 400, lr: float = 0.1,
         l2: float = 1e-4) -> tuple[np.ndarray, np.ndarray]:
     """Softmax regression by Adam on the full batch, classes weighted to balance."""
@@ -64,9 +87,9 @@ def fit(x: np.ndarray, y: np.ndarray, classes: int, *, steps: int = 400, lr: flo
         gw, gb = x.T @ grad + l2 * w, grad.sum(axis=0)
         mw, vw = 0.9 * mw + 0.1 * gw, 0.999 * vw + 0.001 * gw * gw
         mb, vb = 0.9 * mb + 0.1 * gb, 0.999 * vb + 0.001 * gb * gb
-        step = lr / (1 - 0.9 ** t), 1 - 0.999 ** t
-        w -= step[0] * mw / (np.sqrt(vw / step[1]) + 1e-8)
-        b -= step[0] * mb / (np.sqrt(vb / step[1]) + 1e-8)
+        rate = lr * np.sqrt(1 - 0.999 ** t) / (1 - 0.9 ** t)  # Adam's bias correction
+        w -= rate * mw / (np.sqrt(vw) + 1e-8)
+        b -= rate * mb / (np.sqrt(vb) + 1e-8)
     return w, b
 
 
@@ -76,7 +99,7 @@ def forget_words(rows: Sequence[dict[str, Any]]) -> list[str]:
     from ..text import words
 
     forget = [set(words(r["text"])) for r in rows if r["intent"] == "forget"]
-    other = [set(words(r["text"])) for r in rows if r["intent"] != "forget"]
+    other = [set(words(r["text"])) for r in rows if r["intent"] not in ("forget", None)]
     if not forget or not other:
         return []
     df_f, df_o = Counter(w for s in forget for w in s), Counter(w for s in other for w in s)
@@ -112,6 +135,8 @@ def train(*, steps: int = 400) -> tuple[dict[str, np.ndarray], dict[str, Any]]:
     """Weights of every head, and the accuracy of a fit without the held-out fifth."""
     stmts = [r for r in _load("statements_*.jsonl") if r.get("kind") in KIND_LABELS
              and r.get("intent") in INTENTS and r.get("level") in LEVELS]
+    known = {r["text"] for r in stmts}
+    stmts += [r for r in corpus_statements() if r["text"] not in known]
     pairs = [r for r in _load("pairs_*.jsonl") if r.get("label") in PAIR_LABELS]
     vecs = _embed([r["text"] for r in stmts] + [p["old"] for p in pairs] + [p["new"] for p in pairs])
     x = statement_features(np.stack([vecs[r["text"]] for r in stmts]), [r["text"] for r in stmts],
@@ -122,11 +147,13 @@ def train(*, steps: int = 400) -> tuple[dict[str, np.ndarray], dict[str, Any]]:
     arrays: dict[str, np.ndarray] = {}
     report: dict[str, Any] = {"statements": len(stmts), "pairs": len(pairs), "heldout": {}}
     for name, (names, key) in labels.items():
-        y = np.array([names.index(r[key]) for r in stmts])
-        w, b = fit(x[~held], y[~held], len(names), steps=steps)
-        report["heldout"][name] = _accuracy((x[held] @ w + b).argmax(1), y[held],
-                                            [g for g, h in zip(langs, held) if h])
-        arrays[f"{name}_w"], arrays[f"{name}_b"] = fit(x, y, len(names), steps=steps)
+        has = np.array([r[key] is not None for r in stmts])
+        y = np.array([names.index(r[key]) if r[key] is not None else 0 for r in stmts])
+        train_on, test_on = has & ~held, has & held
+        w, b = fit(x[train_on], y[train_on], len(names), steps=steps)
+        report["heldout"][name] = _accuracy((x[test_on] @ w + b).argmax(1), y[test_on],
+                                            [g for g, h in zip(langs, test_on) if h])
+        arrays[f"{name}_w"], arrays[f"{name}_b"] = fit(x[has], y[has], len(names), steps=steps)
     heads = Heads(arrays)
     new_texts = [p["new"] for p in pairs]
     probs = [r.intent_probs for r in heads.read(np.stack([vecs[t] for t in new_texts]), new_texts,

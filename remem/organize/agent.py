@@ -34,7 +34,7 @@ from ..extract.statements import units
 from ..model import Candidate, MemoryItem, Scope, new_id
 from ..store.base import NewMemory
 from ..store.sqlite import SQLiteStore
-from ..text import split_passages
+from ..text import has_cjk, split_passages
 from .relate import family, forget_targets, relate
 from .similarity import content_words, jaccard, normalise
 from .skills import is_success, skill_name, steps_of, task_of
@@ -227,32 +227,53 @@ class MemoryAgent:
                 continue
             for unit in units(ep.text):
                 reading = self.reader.read([unit.text], ["user"])[0]
-                if reading.intent == "forget" and reading.intent_p >= 0.5:
+                if reading.intent == "forget":
                     forgotten += self.forget_about(unit.text, ep)
         return forgotten
 
     def forget_about(self, request: str, said_in: MemoryItem) -> list[str]:
-        """Forget the memories ``request`` is about, in the scope of the turn that said
-        it, and hide the turns they came from and the request itself. Returns the ids."""
+        """Forget what ``request`` is about, in the scope of the turn that said it: the
+        memories it names, the turns they came from and the turns that restate them, and
+        the request itself. Soft (status ``forgotten``, with history). Returns the ids."""
         look = shared_scope(said_in).model_copy(update={"nested": True})
-        targets = forget_targets(self.reader, request, self.store.derived(look, limit=1000))
-        if not targets:  # "forget that": what the turns just before it said
-            before = self.store.recent_turns(
-                look.model_copy(update={"nested": False, "session_id": said_in.session_id}),
-                3, before=said_in.id) if said_in.session_id else []
-            recent = {t.id for t in before if (t.role or "user").lower() not in {"assistant", "tool"}}
-            if not content_words(request) - self.reader.heads.forget_words:
-                targets = [m for m in self.store.derived(look, limit=300) if recent & set(m.sources)]
+        turns = [t for t in self.store.recent_turns(shared_scope(said_in), 200, before=said_in.id)
+                 if t.kind == "episode"]
+        memories = self.store.derived(look, limit=1000)
+        targets = forget_targets(self.reader, request, memories + turns)
+        episodes = {t.id for t in targets if t.is_episode}
+        for mem in targets:
+            episodes.update(mem.sources)
+        # what restates a target: turns and memories sharing its rare words
+        rare = self._rare_words([t.text for t in targets], turns)
+        episodes |= {t.id for t in turns if _restates(rare, t.text)}
+        episodes.discard(said_in.id)  # it may say other things worth keeping: decided below
+        drop = {m.id for m in targets if not m.is_episode} | {
+            m.id for m in memories if (m.sources and set(m.sources) <= episodes)
+            or _restates(rare, m.text)}
+        kept_from_request = [m for m in memories if said_in.id in m.sources and m.id not in drop]
+        if not kept_from_request:
+            episodes.add(said_in.id)
         reason = f"asked to forget: {request[:200]}"
         hidden: list[str] = []
-        episodes = {said_in.id}
-        for mem in targets:
-            self.store.set_fields(mem.id, None, action="forgotten", status="forgotten", reason=reason)
-            hidden.append(mem.id)
-            episodes.update(mem.sources)
-        for ep in self.store.items_by_id(sorted(episodes)):
-            if ep.is_episode and ep.status == "active":
-                self.store.set_fields(ep.id, None, action="forgotten", status="forgotten",
+        for item in self.store.items_by_id(sorted(drop | episodes)):
+            if item.status == "active":
+                self.store.set_fields(item.id, None, action="forgotten", status="forgotten",
                                       reason=reason)
-                hidden.append(ep.id)
+                hidden.append(item.id)
         return hidden
+
+    def _rare_words(self, texts: Sequence[str], turns: Sequence[MemoryItem]) -> set[str]:
+        """Words of ``texts`` that few of ``turns`` use: names, numbers, identifiers."""
+        if not texts:
+            return set()
+        counts: Counter[str] = Counter(w for t in turns for w in content_words(t.text))
+        limit = max(2, len(turns) // 20)
+        return {w for text in texts for w in content_words(text)
+                if counts[w] <= limit and (len(w) >= 5 or has_cjk(w) or any(c.isdigit() for c in w))
+                and w not in self.reader.heads.forget_words}
+
+
+def _restates(rare: set[str], text: str) -> bool:
+    """Shares a rare word with a forgotten text (two, for Chinese bigrams)."""
+    shared = rare & content_words(text)
+    return any(not has_cjk(w) for w in shared) or len(shared) >= 2

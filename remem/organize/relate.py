@@ -18,7 +18,7 @@ import numpy as np
 from ..extract.heads import PAIR_LABELS, Reader
 from ..model import MemoryItem
 
-__all__ = ["FAMILIES", "Relation", "family", "relate", "forget_targets"]
+__all__ = ["FAMILIES", "Relation", "family", "forget_targets", "relate"]
 
 #: Kinds that can replace one another.
 FAMILIES: tuple[frozenset[str], ...] = (
@@ -72,25 +72,31 @@ def relate(reader: Reader, text: str, known: Sequence[MemoryItem], *, nearest: i
 
 
 def forget_targets(reader: Reader, request: str, known: Sequence[MemoryItem], *,
-                   min_p: float = 0.5) -> list[MemoryItem]:
-    """The memories a forget request is about.
+                   margin: float = 0.03) -> list[MemoryItem]:
+    """What a forget request is about, among memories and turns.
 
-    A memory is a target when the pair head reads the request as forgetting it and the
-    request's topic (its words, less the wording forget requests share) touches it by
-    word or by meaning.
+    Each candidate is scored by the pair head's reading of the request as forgetting it,
+    by how much nearer in meaning it is than the typical candidate, and by whether the
+    request's topic (its words, less the wording forget requests share) touches it. The
+    best one is the target when it stands out; others that score as high go with it.
     """
     if not known:
         return []
     from .similarity import content_words
 
     topic = content_words(request) - reader.heads.forget_words
-    sims = reader.similarity([m.text for m in known], request)
+    texts = [m.text for m in known]
+    sims = reader.similarity(texts, request)
     reading = reader.read([request], ["user"])[0]
-    probs = reader.relate([m.text for m in known], request, reading.intent_probs)
-    out = []
+    probs = reader.relate(texts, request, reading.intent_probs)
+    typical = float(np.median(sims))
+    scores = []
     for m, sim, row in zip(known, sims, probs):
-        touches = bool(topic & (content_words(m.text) | {str(e).lower() for e in
-                                                         m.metadata.get("entities", [])}))
-        if row[_FORGET] >= min_p and row[_FORGET] > row[_KEEP] and (touches or sim >= 0.88):
-            out.append(m)
-    return out
+        words = content_words(m.text) | {str(e).lower() for e in m.metadata.get("entities", [])}
+        touch = len(topic & words) / max(1, len(topic))
+        scores.append(float(row[_FORGET]) - 0.5 * float(row[_KEEP]) + 4 * (float(sim) - typical)
+                      + touch)
+    best = max(scores)
+    if best < 0.35:
+        return []
+    return [m for m, sc in zip(known, scores) if sc >= best - margin]
