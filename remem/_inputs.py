@@ -111,8 +111,9 @@ def _first_error(exc: pydantic.ValidationError, prefix: str) -> ValidationError:
     return ValidationError(f"{prefix}{loc}", problem)
 
 
-def parse_scope(**fields: Any) -> Scope:
-    """A Scope from keyword arguments; ``org_id=None`` means the default org."""
+def parse_scope(*, nested: bool = False, **fields: Any) -> Scope:
+    """A Scope from keyword arguments; ``org_id=None`` means the default org. ``nested``
+    widens reads to the levels above (see :class:`~remem.model.Scope`)."""
     if fields.get("org_id") is None:
         fields["org_id"] = "default"
     for name, value in fields.items():
@@ -121,7 +122,7 @@ def parse_scope(**fields: Any) -> Scope:
         if isinstance(value, str) and not value.strip():
             raise ValidationError(name, "is empty; pass None to leave it out")
         check_label(value, name)
-    return Scope(**fields)
+    return Scope(**fields, nested=nested)
 
 
 ParsedMessage = tuple[str | None, str, dict[str, Any], float | None]

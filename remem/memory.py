@@ -273,7 +273,7 @@ class Memory:
         """Tell remem these memories were used together (e.g. in one answer): each gets
         stronger, and each pair's ``co_used`` edge, which the graph channel follows."""
         self._check_open()
-        scope = parse_scope(org_id=org_id, user_id=user_id, agent_id=agent_id, project=project)
+        scope = parse_scope(org_id=org_id, user_id=user_id, agent_id=agent_id, project=project, nested=True)
         ids = builtins.list(dict.fromkeys(memory_ids))
         for memory_id in ids:
             self.store.get(memory_id, scope)  # each must exist in the scope
@@ -394,7 +394,7 @@ class Memory:
                project: str | None = None, agent_id: str | None = None) -> MemoryItem:
         """Give a derived memory new text as a new version; ``history`` keeps the old one."""
         self._check_open()
-        scope = parse_scope(org_id=org_id, user_id=user_id, agent_id=agent_id, project=project)
+        scope = parse_scope(org_id=org_id, user_id=user_id, agent_id=agent_id, project=project, nested=True)
         body = clean_text(text, "text", self.config.max_text_chars)
         check_label(reason, "reason")
         job_id = new_id("j_")
@@ -410,7 +410,7 @@ class Memory:
                agent_id: str | None = None) -> MemoryItem:
         """Hide a memory from search; it stays in the file and in its history."""
         self._check_open()
-        scope = parse_scope(org_id=org_id, user_id=user_id, agent_id=agent_id, project=project)
+        scope = parse_scope(org_id=org_id, user_id=user_id, agent_id=agent_id, project=project, nested=True)
         check_label(reason, "reason")
         return self.store.set_status(memory_id, scope, "forgotten", reason)
 
@@ -418,7 +418,7 @@ class Memory:
               project: str | None = None, agent_id: str | None = None) -> list[str]:
         """Delete a memory for good, with everything derived from it; returns the deleted ids."""
         self._check_open()
-        scope = parse_scope(org_id=org_id, user_id=user_id, agent_id=agent_id, project=project)
+        scope = parse_scope(org_id=org_id, user_id=user_id, agent_id=agent_id, project=project, nested=True)
         return self.store.purge(memory_id, scope)
 
     # --- reading ----------------------------------------------------------------------
@@ -463,7 +463,7 @@ class Memory:
             project: str | None = None, agent_id: str | None = None) -> MemoryItem:
         """One memory (or episode) by id, whatever its status."""
         self._check_open()
-        scope = parse_scope(org_id=org_id, user_id=user_id, agent_id=agent_id, project=project)
+        scope = parse_scope(org_id=org_id, user_id=user_id, agent_id=agent_id, project=project, nested=True)
         return self.store.get(memory_id, scope)
 
     def list(self, *, org_id: str | None = None, user_id: str | None = None,
@@ -481,7 +481,7 @@ class Memory:
         if not isinstance(limit, int) or not 1 <= limit <= 1000:
             raise ValidationError("limit", f"expected an integer from 1 to 1000, got {limit!r}")
         scope = parse_scope(org_id=org_id, user_id=user_id, agent_id=agent_id, project=project,
-                            session_id=session_id).model_copy(update={"nested": True})
+                            session_id=session_id, nested=project is not None)
         statuses = ("active", "superseded", "archived", "forgotten") if include_inactive else ("active",)
         kinds = _kinds(kinds) or None
         filters = Filters(kinds=kinds,
@@ -494,7 +494,7 @@ class Memory:
                 project: str | None = None, agent_id: str | None = None) -> builtins.list[HistoryEntry]:
         """Every version and status change of a memory, oldest first."""
         self._check_open()
-        scope = parse_scope(org_id=org_id, user_id=user_id, agent_id=agent_id, project=project)
+        scope = parse_scope(org_id=org_id, user_id=user_id, agent_id=agent_id, project=project, nested=True)
         return self.store.history(memory_id, scope)
 
     # --- context for a model ----------------------------------------------------------
@@ -635,7 +635,7 @@ class Memory:
         """Tell the memory agent how a memory did: ``helpful`` strengthens and matures it,
         ``wrong`` forgets it, ``stale`` archives it. Kept in its history with the note."""
         self._check_open()
-        scope = parse_scope(org_id=org_id, user_id=user_id, agent_id=agent_id, project=project)
+        scope = parse_scope(org_id=org_id, user_id=user_id, agent_id=agent_id, project=project, nested=True)
         if verdict not in _VERDICTS:
             raise ValidationError("verdict", f"{verdict!r} is not a verdict; use helpful, wrong or stale")
         if note is not None:
@@ -674,7 +674,7 @@ class Memory:
         self._check_open()
         if status not in (None, "candidate", "approved"):
             raise ValidationError("status", f"{status!r}: use candidate or approved")
-        scope = parse_scope(org_id=org_id, user_id=user_id, agent_id=agent_id, project=project)
+        scope = parse_scope(org_id=org_id, user_id=user_id, agent_id=agent_id, project=project, nested=True)
         found = self.store.derived(scope, ["skill"], limit=1000)
         return [s for s in found if status is None or s.metadata.get("skill_status") == status]
 
@@ -683,7 +683,7 @@ class Memory:
                       project: str | None = None) -> MemoryItem:
         """Approve a skill candidate: it becomes canonical and gets its SKILL.md."""
         self._check_open()
-        scope = parse_scope(org_id=org_id, user_id=user_id, agent_id=agent_id, project=project)
+        scope = parse_scope(org_id=org_id, user_id=user_id, agent_id=agent_id, project=project, nested=True)
         skill = self.store.get(memory_id, scope)
         if skill.kind != "skill":
             raise ValidationError("id", f"{memory_id} is a {skill.kind} memory, not a skill; "

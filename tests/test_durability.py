@@ -93,7 +93,6 @@ def test_two_processes_adding_at_once_extract_every_episode_exactly_once(tmp_pat
 
     assert stats.episodes == 1000
     assert len(jobs) == 1000 and {j.state for j in jobs} == {"done"}
-    assert len(memories) == 1000
+    # every episode became part of exactly one memory (a merge keeps its sources)
     cited = Counter(s for x in memories for s in x.sources)
     assert len(cited) == 1000 and set(cited.values()) == {1}
-    assert len({x.text for x in memories}) == 1000

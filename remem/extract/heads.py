@@ -154,6 +154,9 @@ class Reading:
 class Heads:
     """The trained heads, loaded from an ``.npz`` of weight matrices and biases."""
 
+    #: A statement is kept unless the kind head gives "none" at least this probability.
+    none_above = 0.6
+
     def __init__(self, arrays: dict[str, Any]) -> None:
         self._w = {k: np.asarray(v, dtype=np.float32) for k, v in arrays.items()
                    if k.endswith(("_w", "_b"))}
@@ -177,7 +180,9 @@ class Heads:
         kp, ip, lp = self._probs("kind", x), self._probs("intent", x), self._probs("level", x)
         out = []
         for k, i, lv in zip(kp, ip, lp):
-            out.append(Reading(KIND_LABELS[int(k.argmax())], float(k.max()),
+            best = 1 + int(k[1:].argmax())  # the likeliest kind worth keeping
+            kind = best if k[0] < self.none_above else 0
+            out.append(Reading(KIND_LABELS[kind], float(k[kind]),
                                INTENTS[int(i.argmax())], float(i.max()),
                                LEVELS[int(lv.argmax())], float(lv.max()), i))
         return out

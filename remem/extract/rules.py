@@ -21,7 +21,7 @@ from collections.abc import Sequence
 from ..text import has_cjk
 from .base import Candidate, EpisodeIn, as_utc
 from .events import event_candidates
-from .heads import Reader, Reading
+from .heads import INTENTS, Reader, Reading
 from .stack import STACK
 from .statements import Unit, is_fragment, render, units
 
@@ -31,6 +31,7 @@ _ENTITY = re.compile(r"`([^`]+)`|([\w.+#-]*[./_][\w./+#-]*\w)|(?<=[\s(])([A-Z][\
 _NOT_ENTITY = frozenset("I User January February March April May June July August September "
                         "October November December".split())
 _QUESTION = re.compile(r"[?？]\s*$")
+_CLAUSE = re.compile(r"\s*[,;，；:：]\s*|\s+(?:but|and then|so)\s+")
 #: Kinds about the person: an agent's turn cannot state them for the user.
 _PERSONAL = frozenset({"preference", "persona", "profile"})
 
@@ -71,7 +72,7 @@ class RulesExtractor:
     """
 
     def __init__(self, *, window: int = 4, reader: Reader | None = None,
-                 min_confidence: float = 0.4) -> None:
+                 min_confidence: float = 0.25) -> None:
         self.window = window
         self.reader = reader or Reader()
         self.min_confidence = min_confidence
@@ -89,9 +90,27 @@ class RulesExtractor:
         out = []
         for (ep, unit), reading in zip(pieces, readings):
             cand = self._candidate(ep, unit, reading)
-            if cand is not None:
+            if cand is None and not reading.worth and not unit.steps:
+                out.extend(self._clauses(ep, unit, reading))
+            elif cand is not None:
                 out.append(cand)
         return out
+
+    def _clauses(self, ep: EpisodeIn, unit: Unit, whole: Reading) -> list[Candidate]:
+        """A sentence not worth keeping as a whole may hold a clause that is ("that's
+        wrong, we use pnpm now"): each clause of three words or more is read alone, and
+        keeps the sentence's intent when that was a change or a correction."""
+        parts = [p.strip() for p in _CLAUSE.split(unit.text) if not is_fragment(p.strip())]
+        if len(parts) < 2:
+            return []
+        readings = self.reader.read(parts, [role_of(ep)] * len(parts))
+        found = [self._candidate(ep, Unit(p), r) for p, r in zip(parts, readings)]
+        # "that's wrong" says little alone, but enough that what follows is a change
+        probs = dict(zip(INTENTS, whole.intent_probs))
+        change = ("correction" if probs["correction"] >= probs["update"] else "update") \
+            if probs["update"] + probs["correction"] >= 0.15 else None
+        return [c.model_copy(update={"intent": change}) if change else c
+                for c in found if c is not None]
 
     def _candidate(self, ep: EpisodeIn, unit: Unit, r: Reading) -> Candidate | None:
         if not r.worth or r.intent == "forget":  # the kind head decides what is worth keeping
@@ -109,7 +128,7 @@ class RulesExtractor:
         if kind == "event" and event_time is None:
             event_time = when
         # a rule about the work holds for the user everywhere only when said so plainly
-        sure = 0.6 if kind in _PERSONAL else 0.85
+        sure = 0.75 if kind in _PERSONAL else 0.8
         level = "user" if r.level == "user" and r.level_p >= sure and not ep.is_agent else "project"
         if level == "user" or kind in _PERSONAL:
             subject = ep.speaker

@@ -20,6 +20,7 @@ with the job that asked for it.
 from __future__ import annotations
 
 import logging
+import re
 import time
 from collections import Counter
 from collections.abc import Sequence
@@ -30,7 +31,7 @@ from typing import Any
 from ..config import AgentConfig
 from ..embed import Embedder
 from ..extract.heads import Reader
-from ..extract.statements import units
+from ..extract.statements import is_fragment, units
 from ..model import Candidate, MemoryItem, Scope, new_id
 from ..store.base import NewMemory
 from ..store.sqlite import SQLiteStore
@@ -130,13 +131,14 @@ class MemoryAgent:
         existing = self.store.derived(look, [cand.kind], text=cand.text, limit=1) + existing
         norm, mine = normalise(cand.text), content_words(cand.text)
         for m in existing:
-            if m.kind != cand.kind or (m.subject or "") != cand.subject:
+            if m.kind != cand.kind:
                 continue
-            same = jaccard(mine, content_words(m.text)) >= self.config.merge_similarity
-            if same or normalise(m.text) == norm:
+            if normalise(m.text) == norm or ((m.subject or "") == cand.subject and jaccard(
+                    mine, content_words(m.text)) >= self.config.merge_similarity):
                 self._merge(m, cand, session, metadata or {})
                 return "merged", m.id
-        rel = relate(self.reader, cand.text, list({m.id: m for m in existing}.values()))
+        rel = relate(self.reader, cand.text, list({m.id: m for m in existing}.values()),
+                     change=cand.intent in ("update", "correction"))
         if rel is not None and rel.action == "same" and rel.memory.kind == cand.kind:
             self._merge(rel.memory, cand, session, metadata or {})
             return "merged", rel.memory.id
@@ -232,35 +234,67 @@ class MemoryAgent:
         return forgotten
 
     def forget_about(self, request: str, said_in: MemoryItem) -> list[str]:
-        """Forget what ``request`` is about, in the scope of the turn that said it: the
-        memories it names, the turns they came from and the turns that restate them, and
-        the request itself. Soft (status ``forgotten``, with history). Returns the ids."""
+        """Forget what ``request`` is about, in the scope of the turn that said it.
+
+        The targets (see :func:`.relate.forget_targets`) are cut into clauses and the
+        clauses the request touches are what is forgotten. Memories that say it are
+        forgotten, or keep a new version without it when they say other things too
+        ("forget the client's name, the rest is fine"); the turns that said it, or
+        restate its rare words, are hidden. Soft: status ``forgotten``, with history.
+        Returns the ids changed."""
         look = shared_scope(said_in).model_copy(update={"nested": True})
         turns = [t for t in self.store.recent_turns(shared_scope(said_in), 200, before=said_in.id)
                  if t.kind == "episode"]
         memories = self.store.derived(look, limit=1000)
         targets = forget_targets(self.reader, request, memories + turns)
-        episodes = {t.id for t in targets if t.is_episode}
-        for mem in targets:
-            episodes.update(mem.sources)
-        # what restates a target: turns and memories sharing its rare words
-        rare = self._rare_words([t.text for t in targets], turns)
+        if not targets:
+            return []
+        topic = content_words(request) - self.reader.heads.forget_words
+        gone = [c for t in targets for c in self._touched(clauses(t.text), topic, request)]
+        rare = self._rare_words(gone, turns)
+        episodes = {t.id for t in targets if t.is_episode} | {s for t in targets for s in t.sources}
         episodes |= {t.id for t in turns if _restates(rare, t.text)}
         episodes.discard(said_in.id)  # it may say other things worth keeping: decided below
-        drop = {m.id for m in targets if not m.is_episode} | {
-            m.id for m in memories if (m.sources and set(m.sources) <= episodes)
-            or _restates(rare, m.text)}
-        kept_from_request = [m for m in memories if said_in.id in m.sources and m.id not in drop]
+        reason = f"asked to forget: {request[:200]}"
+        changed: list[str] = []
+        kept_from_request = False
+        for m in memories:
+            parts = clauses(m.text)
+            hit = [c for c in parts if _restates(rare, c) or c in gone]
+            if m in targets and not hit:
+                hit = parts
+            if not hit:
+                kept_from_request |= said_in.id in m.sources
+                continue
+            rest = [c for c in parts if c not in hit and not is_fragment(c)]
+            if rest:
+                text = _join(rest)
+                self.store.update_text(m.id, look, text, split_passages(text, self.chunk_tokens),
+                                       reason, new_id("j_"))
+                kept_from_request |= said_in.id in m.sources
+            else:
+                self.store.set_fields(m.id, None, action="forgotten", status="forgotten",
+                                      reason=reason)
+            changed.append(m.id)
         if not kept_from_request:
             episodes.add(said_in.id)
-        reason = f"asked to forget: {request[:200]}"
-        hidden: list[str] = []
-        for item in self.store.items_by_id(sorted(drop | episodes)):
+        for item in self.store.items_by_id(sorted(episodes)):
             if item.status == "active":
                 self.store.set_fields(item.id, None, action="forgotten", status="forgotten",
                                       reason=reason)
-                hidden.append(item.id)
-        return hidden
+                changed.append(item.id)
+        return changed
+
+    def _touched(self, parts: list[str], topic: set[str], request: str) -> list[str]:
+        """The clauses a forget request is about: those sharing its topic words, else the
+        nearest in meaning."""
+        if len(parts) <= 1:
+            return parts
+        touched = [c for c in parts if topic & content_words(c)]
+        if touched and len(touched) < len(parts):
+            return touched
+        sims = self.reader.similarity(parts, request)
+        return [parts[int(sims.argmax())]] if not touched else parts
 
     def _rare_words(self, texts: Sequence[str], turns: Sequence[MemoryItem]) -> set[str]:
         """Words of ``texts`` that few of ``turns`` use: names, numbers, identifiers."""
@@ -271,6 +305,19 @@ class MemoryAgent:
         return {w for text in texts for w in content_words(text)
                 if counts[w] <= limit and (len(w) >= 5 or has_cjk(w) or any(c.isdigit() for c in w))
                 and w not in self.reader.heads.forget_words}
+
+
+_CLAUSE = re.compile(r"(?<=[,;，；。])\s*|(?<=[.!?])\s+")
+
+
+def clauses(text: str) -> list[str]:
+    """A text's clauses, split after commas, semicolons and full stops."""
+    return [c.strip() for c in _CLAUSE.split(text) if c.strip(" ,;，；。.")]
+
+
+def _join(parts: Sequence[str]) -> str:
+    text = " ".join(p.strip() for p in parts).strip(" ,;，；")
+    return text[:1].upper() + text[1:]
 
 
 def _restates(rare: set[str], text: str) -> bool:

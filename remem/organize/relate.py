@@ -15,7 +15,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from ..extract.heads import PAIR_LABELS, Reader
+from ..extract.heads import INTENTS, PAIR_LABELS, Reader
 from ..model import MemoryItem
 
 __all__ = ["FAMILIES", "Relation", "family", "forget_targets", "relate"]
@@ -29,6 +29,7 @@ FAMILIES: tuple[frozenset[str], ...] = (
 )
 _SUPERSEDE, _SAME, _FORGET, _KEEP = (PAIR_LABELS.index(x) for x in
                                      ("supersede", "same", "forget", "keep"))
+_UPDATE, _CORRECTION = INTENTS.index("update"), INTENTS.index("correction")
 
 
 def family(kind: str) -> list[str]:
@@ -51,8 +52,10 @@ class Relation:
 
 
 def relate(reader: Reader, text: str, known: Sequence[MemoryItem], *, nearest: int = 6,
-           min_similarity: float = 0.78, min_p: float = 0.5) -> Relation | None:
-    """The known memory the statement replaces or repeats, or None when it is new."""
+           min_similarity: float = 0.78, min_p: float = 0.65,
+           same_similarity: float = 0.93, change: bool = False) -> Relation | None:
+    """The known memory the statement replaces or repeats, or None when it is new.
+    ``change``: the statement is known to be worded as an update or a correction."""
     if not known:
         return None
     sims = reader.similarity([m.text for m in known], text)
@@ -61,9 +64,15 @@ def relate(reader: Reader, text: str, known: Sequence[MemoryItem], *, nearest: i
         return None
     probs_new = reader.read([text], ["user"])[0].intent_probs
     probs = reader.relate([known[i].text for i in order], text, probs_new)
+    # worded as a change ("upgraded", "不对", "no longer"), or a pair the head is sure of
+    changes = change or float(probs_new[_UPDATE] + probs_new[_CORRECTION]) >= 0.3
     best: Relation | None = None
     for row, i in zip(probs, order):
         label = int(row.argmax())
+        if label == _SUPERSEDE and not changes and row[label] < 0.9:
+            continue
+        if label == _SAME and (sims[i] < same_similarity or row[label] < 0.6):
+            continue  # saying the same thing needs near-identical meaning
         if label in (_SUPERSEDE, _SAME) and row[label] >= min_p:
             rel = Relation(PAIR_LABELS[label], known[i], float(row[label]), float(sims[i]))
             if best is None or rel.p * rel.similarity > best.p * best.similarity:
