@@ -65,7 +65,7 @@ from .schedule import (
 )
 from .store import Filters, NewMemory, SQLiteStore
 from .store.base import Job
-from .text import estimate_tokens, split_passages
+from .text import split_passages
 
 __all__ = ["AsyncMemory", "Memory"]
 
@@ -663,7 +663,7 @@ class Memory:
              agent_id: str | None = None, project: str | None = None) -> TopicNode:
         """The mind map of a scope: topics, subtopics and the memories under them."""
         self._check_open()
-        scope = parse_scope(org_id=org_id, user_id=user_id, agent_id=agent_id, project=project)
+        scope = parse_scope(org_id=org_id, user_id=user_id, agent_id=agent_id, project=project, nested=True)
         return self.agent.mindmap.tree(scope)
 
     def skills(self, *, org_id: str | None = None, user_id: str | None = None,

@@ -43,7 +43,7 @@ KILLED = textwrap.dedent("""
     import sys
     from remem import Config, Memory
 
-    m = Memory(sys.argv[1], config=Config(embedder="hash"))
+    m = Memory(sys.argv[1], config=Config(embedder="hash", agent={"extractor": "off"}))
     i = 0
     while True:
         batch = [{"role": "user", "content": f"message {i + j}: " + "lorem ipsum dolor " * 40}
@@ -113,7 +113,7 @@ def test_a_writer_killed_mid_add_loses_nothing_it_confirmed(
     confirmed += [line for line in lines[:-1] if line]
     assert child.returncode == -signal.SIGKILL
 
-    m = open_memory(config=HASH)
+    m = open_memory(config=EPISODES)
 
     for eid in confirmed:
         assert m.get(eid, user_id="u").session_id == "big"

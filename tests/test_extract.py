@@ -1,5 +1,5 @@
-"""The extraction layer: trained heads for English and Chinese turns, rules for agent events, dates, grounding,
-and the extractor's precision and recall on the bundled labelled corpus."""
+"""The extraction layer: trained heads for English and Chinese turns, rules for agent
+events, dates, grounding, and precision and recall on the bundled labelled corpus."""
 
 from __future__ import annotations
 

@@ -161,9 +161,11 @@ def test_a_users_key_acts_for_that_user_only(secured: Secured) -> None:
     refused = client.post("/v1/search", json={"user_id": "bob", "query": "tabs"}, headers=alice)
     assert refused.status_code == 403 and refused.json()["error"]["code"] == "wrong_user"
     listed = client.get("/v1/memories", params={"include_episodes": True}, headers=alice).json()
-    assert [item["id"] for item in listed["items"]] == [own]
+    assert own in [item["id"] for item in listed["items"]]
+    assert {item["user_id"] for item in listed["items"]} == {"alice"}
     hits = client.post("/v1/search", json={"query": "likes tabs spaces"}, headers=alice).json()["hits"]
-    assert {hit["memory"]["id"] for hit in hits} == {own}
+    assert own in {hit["memory"]["id"] for hit in hits}
+    assert {hit["memory"]["user_id"] for hit in hits} == {"alice"}
 
 
 def test_a_read_only_key_cannot_write(secured: Secured) -> None:

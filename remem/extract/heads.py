@@ -65,7 +65,7 @@ def bundled_heads() -> Path:
 def _grams(text: str, role: str) -> list[str]:
     toks = words(text)
     feats = [f"w:{t}" for t in toks]
-    feats += [f"b:{a}_{b}" for a, b in zip(toks, toks[1:])]
+    feats += [f"b:{a}_{b}" for a, b in zip(toks, toks[1:], strict=False)]
     for t in toks:
         if t.isascii() and len(t) > 3:
             padded = f"<{t}>"
@@ -94,7 +94,7 @@ def hashed(text: str, role: str = "user") -> np.ndarray:
 def statement_features(vectors: np.ndarray, texts: Sequence[str],
                        roles: Sequence[str]) -> np.ndarray:
     """The input of the statement heads: embedder vector and hashed n-grams."""
-    grams = np.stack([hashed(t, r) for t, r in zip(texts, roles)]) if texts else \
+    grams = np.stack([hashed(t, r) for t, r in zip(texts, roles, strict=False)]) if texts else \
         np.zeros((0, HASH_DIM), dtype=np.float32)
     return np.hstack([np.asarray(vectors, dtype=np.float32) * VEC_SCALE, grams])
 
@@ -179,7 +179,7 @@ class Heads:
         x = statement_features(vectors, texts, roles)
         kp, ip, lp = self._probs("kind", x), self._probs("intent", x), self._probs("level", x)
         out = []
-        for k, i, lv in zip(kp, ip, lp):
+        for k, i, lv in zip(kp, ip, lp, strict=False):
             best = 1 + int(k[1:].argmax())  # the likeliest kind worth keeping
             kind = best if k[0] < self.none_above else 0
             out.append(Reading(KIND_LABELS[kind], float(k[kind]),
@@ -192,7 +192,8 @@ class Heads:
         """Pair-label probabilities (rows follow ``olds``, columns :data:`PAIR_LABELS`)."""
         if not olds:
             return np.zeros((0, len(PAIR_LABELS)), dtype=np.float32)
-        x = np.stack([pair_features(v, new_vec, o, new, new_probs) for v, o in zip(old_vecs, olds)])
+        x = np.stack([pair_features(v, new_vec, o, new, new_probs)
+                      for v, o in zip(old_vecs, olds, strict=True)])
         return self._probs("pair", x)
 
 

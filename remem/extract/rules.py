@@ -88,7 +88,7 @@ class RulesExtractor:
         pieces = [(ep, unit) for ep in episodes for unit in units(ep.text)]
         readings = self.reader.read([u.text for _, u in pieces], [role_of(ep) for ep, _ in pieces])
         out = []
-        for (ep, unit), reading in zip(pieces, readings):
+        for (ep, unit), reading in zip(pieces, readings, strict=False):
             cand = self._candidate(ep, unit, reading)
             if cand is None and not reading.worth and not unit.steps:
                 out.extend(self._clauses(ep, unit, reading))
@@ -104,9 +104,9 @@ class RulesExtractor:
         if len(parts) < 2:
             return []
         readings = self.reader.read(parts, [role_of(ep)] * len(parts))
-        found = [self._candidate(ep, Unit(p), r) for p, r in zip(parts, readings)]
+        found = [self._candidate(ep, Unit(p), r) for p, r in zip(parts, readings, strict=False)]
         # "that's wrong" says little alone, but enough that what follows is a change
-        probs = dict(zip(INTENTS, whole.intent_probs))
+        probs = dict(zip(INTENTS, whole.intent_probs, strict=False))
         change = ("correction" if probs["correction"] >= probs["update"] else "update") \
             if probs["update"] + probs["correction"] >= 0.15 else None
         return [c.model_copy(update={"intent": change}) if change else c

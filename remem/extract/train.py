@@ -2,11 +2,12 @@
 
 Reads ``training/statements_*.jsonl`` and ``training/pairs_*.jsonl`` (formats in
 ``training/README.md``) and the one-turn cases of the ``dev`` split of the extraction
-corpus (``corpus.jsonl``: kind and level only, it has no intents), embeds the texts with the bundled embedder, fits one softmax
-regression per head by full-batch gradient descent from zeros (so the same data gives the
-same weights), and writes ``training/heads.npz``. Before the final fit on everything it
-holds out every fifth statement and pair (chosen by a hash of the text, not at random)
-and prints the accuracy of a fit on the rest, per head and per language.
+corpus (``corpus.jsonl``: kind and level only, it has no intents), embeds the texts with
+the bundled embedder, fits one softmax regression per head by full-batch gradient descent
+from zeros (so the same data gives the same weights), and writes ``training/heads.npz``.
+Before the final fit on everything it holds out every fifth statement and pair (chosen by
+a hash of the text, not at random) and prints the accuracy of a fit on the rest, per head
+and per language.
 
 Options: ``--out PATH``, ``--report PATH`` (the evaluation as JSON), ``--steps N``.
 """
@@ -152,7 +153,7 @@ def train(*, steps: int = 400) -> tuple[dict[str, np.ndarray], dict[str, Any]]:
         train_on, test_on = has & ~held, has & held
         w, b = fit(x[train_on], y[train_on], len(names), steps=steps)
         report["heldout"][name] = _accuracy((x[test_on] @ w + b).argmax(1), y[test_on],
-                                            [g for g, h in zip(langs, test_on) if h])
+                                            [g for g, h in zip(langs, test_on, strict=False) if h])
         arrays[f"{name}_w"], arrays[f"{name}_b"] = fit(x[has], y[has], len(names), steps=steps)
     heads = Heads(arrays)
     new_texts = [p["new"] for p in pairs]
@@ -160,12 +161,12 @@ def train(*, steps: int = 400) -> tuple[dict[str, np.ndarray], dict[str, Any]]:
                                                 ["user"] * len(new_texts))] if pairs else []
     if pairs:
         px = np.stack([pair_features(vecs[p["old"]], vecs[p["new"]], p["old"], p["new"], pr)
-                       for p, pr in zip(pairs, probs)])
+                       for p, pr in zip(pairs, probs, strict=False)])
         py = np.array([PAIR_LABELS.index(p["label"]) for p in pairs])
         pheld = np.array([_held(p["old"] + p["new"]) for p in pairs])
         w, b = fit(px[~pheld], py[~pheld], len(PAIR_LABELS), steps=steps)
-        report["heldout"]["pair"] = _accuracy((px[pheld] @ w + b).argmax(1), py[pheld],
-                                              [p.get("lang", "en") for p, h in zip(pairs, pheld) if h])
+        pair_langs = [p.get("lang", "en") for p, h in zip(pairs, pheld, strict=True) if h]
+        report["heldout"]["pair"] = _accuracy((px[pheld] @ w + b).argmax(1), py[pheld], pair_langs)
         arrays["pair_w"], arrays["pair_b"] = fit(px, py, len(PAIR_LABELS), steps=steps)
     arrays = {k: v.astype(np.float16) for k, v in arrays.items()}
     arrays["forget_words"] = np.array(forget_words(stmts), dtype=str)

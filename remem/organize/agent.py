@@ -143,7 +143,7 @@ class MemoryAgent:
             self._merge(rel.memory, cand, session, metadata or {})
             return "merged", rel.memory.id
         item = self._create(cand, scope, session, vector, metadata or {})
-        if rel is not None and rel.action == "supersede":
+        if rel is not None and rel.action == "supersede" and cand.kind not in ("event", "skill"):
             at = _ts(cand.event_time) or _ts(cand.observed_at) or time.time()
             self.store.supersede(rel.memory.id, item.id, at=at, reason=f"replaced by: {cand.text}")
             return "superseded", item.id

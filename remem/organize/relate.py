@@ -3,42 +3,39 @@
 The pair head of :mod:`remem.extract.heads` reads a known memory and a new statement and
 says whether the new one supersedes the old (the same attribute with another value: a
 version, a tool, a host, a negation), says it again, or stays compatible. Only the known
-memories nearest in meaning are asked, so the cost stays flat as a scope grows; the
-family of kinds bounds what can replace what (a decision can replace a project fact, a
-preference a persona, a profile fact another).
+memories nearest in meaning are asked, so the cost stays flat as a scope grows; events
+and skills are never replaced.
 """
 
 from __future__ import annotations
 
+import re
 from collections.abc import Sequence
 from dataclasses import dataclass
 
 import numpy as np
 
 from ..extract.heads import INTENTS, PAIR_LABELS, Reader
-from ..model import MemoryItem
+from ..model import KINDS, MemoryItem
 
-__all__ = ["FAMILIES", "Relation", "family", "forget_targets", "relate"]
+__all__ = ["Relation", "family", "forget_targets", "relate"]
 
-#: Kinds that can replace one another.
-FAMILIES: tuple[frozenset[str], ...] = (
-    frozenset({"project", "decision", "convention", "preference", "persona", "procedure", "files",
-               "fact"}),
-    frozenset({"profile", "fact", "preference"}),
-    frozenset({"pitfall", "convention", "project"}),
-)
 _SUPERSEDE, _SAME, _FORGET, _KEEP = (PAIR_LABELS.index(x) for x in
                                      ("supersede", "same", "forget", "keep"))
 _UPDATE, _CORRECTION = INTENTS.index("update"), INTENTS.index("correction")
 
+#: Kinds that never replace or get replaced: what happened stays what happened, and a
+#: skill changes only through its procedure.
+_FIXED = frozenset({"event", "skill"})
+
 
 def family(kind: str) -> list[str]:
-    """The kinds a memory of ``kind`` may replace or be replaced by."""
-    out = {kind}
-    for f in FAMILIES:
-        if kind in f:
-            out |= f
-    return sorted(out)
+    """The kinds a memory of ``kind`` may replace or be replaced by: any other durable
+    kind (a fact the user called a pitfall can be updated by a project statement), as
+    the pair head, not the label, decides what replaces what."""
+    if kind in _FIXED:
+        return [kind]
+    return [k for k in KINDS if k not in _FIXED]
 
 
 @dataclass(frozen=True)
@@ -67,7 +64,7 @@ def relate(reader: Reader, text: str, known: Sequence[MemoryItem], *, nearest: i
     # worded as a change ("upgraded", "不对", "no longer"), or a pair the head is sure of
     changes = change or float(probs_new[_UPDATE] + probs_new[_CORRECTION]) >= 0.3
     best: Relation | None = None
-    for row, i in zip(probs, order):
+    for row, i in zip(probs, order, strict=False):
         label = int(row.argmax())
         if label == _SUPERSEDE and not changes and row[label] < 0.9:
             continue
@@ -93,19 +90,36 @@ def forget_targets(reader: Reader, request: str, known: Sequence[MemoryItem], *,
         return []
     from .similarity import content_words
 
-    topic = content_words(request) - reader.heads.forget_words
+    topic = _stems(content_words(request) - reader.heads.forget_words)
     texts = [m.text for m in known]
     sims = reader.similarity(texts, request)
     reading = reader.read([request], ["user"])[0]
     probs = reader.relate(texts, request, reading.intent_probs)
     typical = float(np.median(sims))
     scores = []
-    for m, sim, row in zip(known, sims, probs):
-        words = content_words(m.text) | {str(e).lower() for e in m.metadata.get("entities", [])}
-        touch = len(topic & words) / max(1, len(topic))
-        scores.append(float(row[_FORGET]) - 0.5 * float(row[_KEEP]) + 4 * (float(sim) - typical)
-                      + touch)
+    for m, sim, row in zip(known, sims, probs, strict=False):
+        words = _stems(content_words(m.text) | {str(e).lower() for e in m.metadata.get("entities", [])})
+        shared = len(topic & words)
+        scores.append(float(row[_FORGET]) - 0.2 * float(row[_KEEP]) + 3 * (float(sim) - typical)
+                      + 0.5 * (shared > 0) + 0.5 * shared / max(1, len(topic)))
     best = max(scores)
-    if best < 0.35:
+    if best < 0.3:
         return []
-    return [m for m, sc in zip(known, scores) if sc >= best - margin]
+    return [m for m, sc in zip(known, scores, strict=False) if sc >= best - margin]
+
+
+_SUFFIX = re.compile(r"(?:ations?|ments?|ings?|ed|es|s|ly)$")
+
+
+def _stems(words: set[str]) -> set[str]:
+    """Crude stems, so that "logging" meets "logs": suffix off, a doubled end undone, five
+    letters at most. CJK bigrams pass unchanged."""
+    out = set()
+    for w in words:
+        if w.isascii() and len(w) > 3:
+            w = _SUFFIX.sub("", w) or w
+            if len(w) > 3 and w[-1] == w[-2]:
+                w = w[:-1]
+            w = w[:5]
+        out.add(w)
+    return out
