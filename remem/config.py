@@ -5,6 +5,7 @@ from __future__ import annotations
 import os
 from collections.abc import Mapping
 from pathlib import Path
+from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
 
@@ -99,6 +100,10 @@ class ServerConfig(BaseModel):
     )
     upstream_api_key: str | None = Field(None, repr=False, description="sent to the upstream only")
     max_body_bytes: int = Field(1_048_576, ge=1024, description="larger request bodies get 413")
+    allowed_hosts: list[str] = Field(
+        default_factory=list, description="host names requests may use besides the loopback "
+        "names and the listening address (REMEM_SERVER_ALLOWED_HOSTS, comma-separated); a "
+        "server on 0.0.0.0 with none listed accepts any name, as keys guard it")
     context_budget_tokens: int = Field(
         1000, ge=1, description="tokens of memory the chat proxy adds to a conversation"
     )
@@ -173,8 +178,11 @@ class Config(BaseModel):
             if raw not in {"0", "1", "true", "false", "yes", "no"}:
                 raise ConfigError(f"REMEM_EMBED_IN_BACKGROUND={raw!r}: use true or false")
             values["embed_in_background"] = raw in {"1", "true", "yes"}
-        server = {name: env[f"REMEM_SERVER_{name.upper()}"] for name in ServerConfig.model_fields
-                  if f"REMEM_SERVER_{name.upper()}" in env}
+        server: dict[str, Any] = {name: env[f"REMEM_SERVER_{name.upper()}"]
+                                  for name in ServerConfig.model_fields
+                                  if f"REMEM_SERVER_{name.upper()}" in env}
+        if "allowed_hosts" in server:
+            server["allowed_hosts"] = [h for h in server["allowed_hosts"].split(",") if h.strip()]
         if server:
             values["server"] = server
         values.update(overrides)

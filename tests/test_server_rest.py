@@ -320,3 +320,17 @@ def test_remem_serve_runs_the_service_until_interrupted(tmp_path: Path) -> None:
     assert "single-user mode" in err
     with open_memory(tmp_path / "team.db") as m:
         assert m.stats().episodes == 1
+
+
+def test_a_foreign_host_or_origin_is_refused(api: Api) -> None:
+    """DNS rebinding: a page under another name must not reach a loopback server."""
+    _, client = api
+    client.post("/v1/memories", json={"user_id": "alice", "messages": "secret plans"})
+    rebound = client.get("/v1/memories", params={"include_episodes": True},
+                         headers={"Host": "evil.example:8420"})
+    assert rebound.status_code == 403 and rebound.json()["error"]["code"] == "host_not_allowed"
+    assert "secret" not in rebound.text
+    cross = client.get("/v1/memories", headers={"Origin": "http://evil.example"})
+    assert cross.status_code == 403
+    same = client.get("/v1/memories", headers={"Origin": "http://localhost:8420"})
+    assert same.status_code == 200

@@ -144,6 +144,7 @@ class Reading:
     level: str
     level_p: float
     intent_probs: np.ndarray
+    none_p: float = 0.0
 
     @property
     def worth(self) -> bool:
@@ -184,7 +185,7 @@ class Heads:
             kind = best if k[0] < self.none_above else 0
             out.append(Reading(KIND_LABELS[kind], float(k[kind]),
                                INTENTS[int(i.argmax())], float(i.max()),
-                               LEVELS[int(lv.argmax())], float(lv.max()), i))
+                               LEVELS[int(lv.argmax())], float(lv.max()), i, float(k[0])))
         return out
 
     def relate(self, old_vecs: np.ndarray, new_vec: np.ndarray, olds: Sequence[str], new: str,

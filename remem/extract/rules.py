@@ -31,6 +31,7 @@ _ENTITY = re.compile(r"`([^`]+)`|([\w.+#-]*[./_][\w./+#-]*\w)|(?<=[\s(])([A-Z][\
 _NOT_ENTITY = frozenset("I User January February March April May June July August September "
                         "October November December".split())
 _QUESTION = re.compile(r"[?？]\s*$")
+_ADDRESSED = re.compile(r"\b(?:you|your|yours|yourself|you're|you've|you'll|ya)\b|你|您", re.IGNORECASE)
 _CLAUSE = re.compile(r"\s*[,;，；:：]\s*|\s+(?:but|and then|so)\s+")
 #: Kinds about the person: an agent's turn cannot state them for the user.
 _PERSONAL = frozenset({"preference", "persona", "profile"})
@@ -63,6 +64,8 @@ class RulesExtractor:
         reader: the heads and their encoder (one is loaded when not given).
         min_confidence: how sure the kind head must be for a person's statement; an
             agent's statement needs the higher of this and 0.7.
+        chat_none_above: a named speaker's statement (a chat between people) is dropped
+            when the kind head gives "none" this probability or more.
 
     Example::
 
@@ -72,10 +75,11 @@ class RulesExtractor:
     """
 
     def __init__(self, *, window: int = 4, reader: Reader | None = None,
-                 min_confidence: float = 0.25) -> None:
+                 min_confidence: float = 0.25, chat_none_above: float = 0.35) -> None:
         self.window = window
         self.reader = reader or Reader()
         self.min_confidence = min_confidence
+        self.chat_none_above = chat_none_above
 
     def extract(self, episodes: Sequence[EpisodeIn]) -> list[Candidate]:
         out = self.turns([e for e in episodes if e.kind == "episode"])
@@ -118,6 +122,11 @@ class RulesExtractor:
         kind = "procedure" if unit.steps and r.kind in ("procedure", "convention", "project",
                                                          "preference") else r.kind
         if ep.is_agent and (kind in _PERSONAL or r.kind_p < max(0.7, self.min_confidence)):
+            return None
+        if ep.speaker != "user" and (kind == "persona" or r.none_p >= self.chat_none_above
+                                     or _ADDRESSED.search(unit.text)):
+            # between people: how to talk is not a rule for an agent, small talk abounds,
+            # and what is said to "you" is about the listener, not the speaker
             return None
         if r.kind_p < self.min_confidence or (_QUESTION.search(unit.text) and r.intent != "instruction"):
             return None

@@ -19,6 +19,8 @@ __all__ = ["Unit", "render", "units", "is_fragment"]
 
 _ITEM = re.compile(r"^\s*(?:\d{1,2}[.)、]|[-*•·]|[（(]?\d{1,2}[)）]|第[一二三四五六七八九十\d]+步"
                    r"|step \d+\b)\s*", re.IGNORECASE)
+#: "[shares a photo: ...]": a stage direction around the words, not something said
+_STAGE = re.compile(r"\[[A-Za-z][^\]\[`]{8,}\]")
 _ARROW = re.compile(r"\s*(?:->|→|=>|⇒)\s*")
 _SPLIT_AT = set(".!?。！？；\n")
 _DANGLING = frozenset("to and or but the a an of with for in on at from by my your their our is "
@@ -86,7 +88,7 @@ def units(text: str) -> list[Unit]:
             out.append(Unit(head.rstrip("：: ") or items[0], tuple(items)))
             i = j
             continue
-        for sentence in _sentences(lines[i]):
+        for sentence in _sentences(_STAGE.sub(" ", lines[i])):
             steps = [s for s in _ARROW.split(sentence) if s.strip()]
             out.append(Unit(sentence, tuple(steps) if len(steps) >= 3 else ()))
         i += 1

@@ -15,6 +15,7 @@ from .auth import Authenticator
 from .errors import install_error_handlers
 from .events import EventHub, event_routes
 from .keys import KeyStore
+from .hosts import HostGuard, allowed_hosts
 from .limits import BodyLimit
 from .proxy import ChatProxy, proxy_routes
 from .routes import memory_routes, service_routes
@@ -54,6 +55,7 @@ def create_app(memory: Memory, *, config: ServerConfig | None = None) -> FastAPI
     app = FastAPI(title="remem", version=__version__, description=_DESCRIPTION, lifespan=lifespan)
     install_error_handlers(app)
     app.add_middleware(BodyLimit, max_bytes=config.max_body_bytes)
+    app.add_middleware(HostGuard, hosts=allowed_hosts(config.host, config.allowed_hosts))
     app.include_router(service_routes(memory, auth, keys))
     app.include_router(memory_routes(memory, auth, hub))
     app.include_router(agent_routes(memory, auth))
