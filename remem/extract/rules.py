@@ -75,7 +75,7 @@ class RulesExtractor:
     """
 
     def __init__(self, *, window: int = 4, reader: Reader | None = None,
-                 min_confidence: float = 0.25, chat_none_above: float = 0.35) -> None:
+                 min_confidence: float = 0.25, chat_none_above: float = 0.55) -> None:
         self.window = window
         self.reader = reader or Reader()
         self.min_confidence = min_confidence

@@ -27,7 +27,7 @@ _DANGLING = frozenset("to and or but the a an of with for in on at from by my yo
                       "are was were be that which who".split())
 _ADVERB = frozenset("also always never just still usually often really only mostly sometimes "
                     "actually generally normally typically definitely absolutely strongly much "
-                    "kind of totally".split())
+                    "kind of totally even finally recently ever soon already".split())
 _MODAL = frozenset("can could will would should must might may did had was shall".split())
 _THIRD = {"am": "is", "have": "has", "do": "does", "are": "is", "were": "was"}
 _CONTRACTIONS = {
@@ -116,7 +116,7 @@ def _third(word: str) -> str:
     low = word.lower()
     if low in _THIRD:
         return _THIRD[low]
-    if low in _MODAL or low in _ADVERB or not low.isalpha() or low.endswith("ed") \
+    if low in _MODAL or low in _ADVERB or not low.isalpha() or low.endswith(("ed", "ly")) \
             or low in ("ran", "went", "got", "lost", "won", "made", "saw", "grew", "took",
                        "came", "left", "met", "thought", "said", "told", "knew", "found"):
         return word
@@ -140,7 +140,7 @@ def _resolve_en(text: str, name: str) -> str:
         core = tok.strip(",.;:!?\"'()")
         low = core.lower()
         if fix_next and core.isalpha():
-            if low in _ADVERB:
+            if low in _ADVERB or low.endswith("ly"):
                 out.append(tok)
                 continue
             tok = tok.replace(core, _third(core), 1)
