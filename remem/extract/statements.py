@@ -28,6 +28,11 @@ _DANGLING = frozenset("to and or but the a an of with for in on at from by my yo
 _ADVERB = frozenset("also always never just still usually often really only mostly sometimes "
                     "actually generally normally typically definitely absolutely strongly much "
                     "kind of totally even finally recently ever soon already".split())
+#: Irregular past forms, which take no third-person "s".
+_PAST = frozenset("ran went got lost won made saw grew took came left met thought said told knew "
+                  "found felt kept built brought bought taught caught meant sent spent slept read "
+                  "heard held sat stood understood wrote began became gave chose drove rode wore "
+                  "put set let cut hit hurt paid led fed fell forgot".split())
 _MODAL = frozenset("can could will would should must might may did had was shall".split())
 _THIRD = {"am": "is", "have": "has", "do": "does", "are": "is", "were": "was"}
 _CONTRACTIONS = {
@@ -117,8 +122,7 @@ def _third(word: str) -> str:
     if low in _THIRD:
         return _THIRD[low]
     if low in _MODAL or low in _ADVERB or not low.isalpha() or low.endswith(("ed", "ly")) \
-            or low in ("ran", "went", "got", "lost", "won", "made", "saw", "grew", "took",
-                       "came", "left", "met", "thought", "said", "told", "knew", "found"):
+            or low in _PAST:
         return word
     if low.endswith(("s", "sh", "ch", "x", "o", "z")):
         return word + "es"
