@@ -145,6 +145,14 @@ class Reading:
     level_p: float
     intent_probs: np.ndarray
     none_p: float = 0.0
+    kind_probs: np.ndarray | None = None
+
+    def runner_up(self, *, besides: tuple[str, ...]) -> tuple[str, float]:
+        """The likeliest kind worth keeping other than ``besides``."""
+        assert self.kind_probs is not None
+        order = [int(i) for i in np.argsort(-self.kind_probs) if KIND_LABELS[int(i)] not in
+                 ("none", *besides)]
+        return KIND_LABELS[order[0]], float(self.kind_probs[order[0]])
 
     @property
     def worth(self) -> bool:
@@ -185,7 +193,7 @@ class Heads:
             kind = best if k[0] < self.none_above else 0
             out.append(Reading(KIND_LABELS[kind], float(k[kind]),
                                INTENTS[int(i.argmax())], float(i.max()),
-                               LEVELS[int(lv.argmax())], float(lv.max()), i, float(k[0])))
+                               LEVELS[int(lv.argmax())], float(lv.max()), i, float(k[0]), k))
         return out
 
     def relate(self, old_vecs: np.ndarray, new_vec: np.ndarray, olds: Sequence[str], new: str,

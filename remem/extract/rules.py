@@ -121,6 +121,9 @@ class RulesExtractor:
             return None
         kind = "procedure" if unit.steps and r.kind in ("procedure", "convention", "project",
                                                          "preference") else r.kind
+        if kind == "event" and ep.speaker == "user" and r.intent in ("update", "correction",
+                                                                     "instruction"):
+            kind = r.runner_up(besides=("event",))[0]  # "we moved to pnpm last week": a change
         if ep.is_agent and (kind in _PERSONAL or r.kind_p < max(0.7, self.min_confidence)):
             return None
         if ep.speaker != "user" and (kind == "persona" or r.none_p >= self.chat_none_above

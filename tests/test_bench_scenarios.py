@@ -1,0 +1,31 @@
+"""``remem bench scenarios`` on a small scenario file: it feeds, probes and reports."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+from typer.testing import CliRunner
+
+from remem.bench.scenarios import contains, load
+from remem.cli import app
+
+SMALL = Path(__file__).parent / "data" / "scenarios_small.jsonl"
+
+
+def test_terms_match_on_word_boundaries_and_alternatives() -> None:
+    assert contains("we use pnpm", "pnpm") and not contains("we use pnpm", "npm")
+    assert contains("数据库是 PG 16", "Postgres 16|PG 16")
+    assert not contains("nothing here", "")
+
+
+def test_the_command_probes_each_scenario_and_reports_by_category_and_language() -> None:
+    result = CliRunner().invoke(app, ["bench", "scenarios", "--data", str(SMALL), "--json",
+                                      "--no-progress"])
+    assert result.exit_code == 0, result.output
+    data = json.loads(result.stdout)
+    assert data["scenarios"] == len(load(SMALL)) == 3
+    assert {"lang:en", "lang:zh", "category:update", "category:leak_user"} <= set(data["figures"])
+    assert data["headline"]["leaks"] == 0
+    assert data["figures"]["category:stack"]["start"] == 1.0
+    assert data["headline"]["updates_superseded"] == 1.0
