@@ -15,7 +15,7 @@ from datetime import datetime
 from ..text import has_cjk, words
 from .dates import find_date
 
-__all__ = ["Unit", "render", "units", "is_fragment"]
+__all__ = ["Unit", "is_fragment", "render", "units"]
 
 _ITEM = re.compile(r"^\s*(?:\d{1,2}[.)、]|[-*•·]|[（(]?\d{1,2}[)）]|第[一二三四五六七八九十\d]+步"
                    r"|step \d+\b)\s*", re.IGNORECASE)
@@ -109,12 +109,9 @@ def is_fragment(text: str) -> bool:
 
 
 def _expand(text: str) -> str:
+    """Contractions spelled out ("I'm" -> "I am"), so the speaker can be put in."""
     text = text.replace("\u2019", "'").replace("\u2018", "'")
-
-    def one(m: re.Match[str]) -> str:
-        full = _CONTRACTIONS[m.group().lower()]
-        return full if m.group()[0].isupper() or full.startswith("I ") else full
-    return _CONTRACTION.sub(one, text)
+    return _CONTRACTION.sub(lambda m: _CONTRACTIONS[m.group().lower()], text)
 
 
 def _third(word: str) -> str:

@@ -14,8 +14,8 @@ from .agent_routes import agent_routes
 from .auth import Authenticator
 from .errors import install_error_handlers
 from .events import EventHub, event_routes
-from .keys import KeyStore
 from .hosts import HostGuard, allowed_hosts
+from .keys import KeyStore
 from .limits import BodyLimit
 from .proxy import ChatProxy, proxy_routes
 from .routes import memory_routes, service_routes
