@@ -49,10 +49,13 @@ class Relation:
 
 
 def relate(reader: Reader, text: str, known: Sequence[MemoryItem], *, nearest: int = 6,
-           min_similarity: float = 0.78, min_p: float = 0.65,
+           min_similarity: float = 0.78, min_p: float = 0.5, sure_p: float = 0.9,
            same_similarity: float = 0.93, change: bool = False) -> Relation | None:
     """The known memory the statement replaces or repeats, or None when it is new.
-    ``change``: the statement is known to be worded as an update or a correction."""
+
+    A supersession needs the pair head's ``min_p`` when the statement is worded as a
+    change (``change``, or the intent head reads an update or a correction), and
+    ``sure_p`` otherwise."""
     if not known:
         return None
     sims = reader.similarity([m.text for m in known], text)
@@ -66,7 +69,7 @@ def relate(reader: Reader, text: str, known: Sequence[MemoryItem], *, nearest: i
     best: Relation | None = None
     for row, i in zip(probs, order, strict=False):
         label = int(row.argmax())
-        if label == _SUPERSEDE and not changes and row[label] < 0.9:
+        if label == _SUPERSEDE and not changes and row[label] < sure_p:
             continue
         if label == _SAME and (sims[i] < same_similarity or row[label] < 0.6):
             continue  # saying the same thing needs near-identical meaning
