@@ -93,11 +93,32 @@ def check_metadata(value: object, field: str) -> dict[str, Any]:
     """Check that metadata is a dict the store can keep as JSON text."""
     if not isinstance(value, dict):
         raise ValidationError(field, f"expected a dict, got {type(value).__name__}")
+    if _depth(value) > MAX_METADATA_DEPTH:
+        raise ValidationError(field, f"is nested more than {MAX_METADATA_DEPTH} levels deep; "
+                              "flatten it")
     try:
         json.dumps(value, ensure_ascii=False, allow_nan=False).encode("utf-8")
     except (TypeError, ValueError) as exc:  # UnicodeEncodeError is a ValueError
         raise ValidationError(field, f"cannot be stored as JSON: {exc}") from None
     return value
+
+
+#: How deep metadata may nest: deeper is refused before anything recurses into it.
+MAX_METADATA_DEPTH = 32
+
+
+def _depth(value: object) -> int:
+    """How deeply dicts and lists nest in ``value``, counted without recursion."""
+    deepest, stack = 0, [(value, 1)]
+    while stack:
+        item, level = stack.pop()
+        if isinstance(item, dict | list):
+            deepest = max(deepest, level)
+            if deepest > MAX_METADATA_DEPTH:
+                return deepest
+            children = item.values() if isinstance(item, dict) else item
+            stack.extend((child, level + 1) for child in children)
+    return deepest
 
 
 def _first_error(exc: pydantic.ValidationError, prefix: str) -> ValidationError:

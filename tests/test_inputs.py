@@ -161,3 +161,20 @@ def test_bad_update_and_forget_arguments_are_refused(small: Memory) -> None:
         small.forget(eid, reason="because \ud800", user_id="alice")
     assert small.get(eid).status == "active"
     assert [h.action for h in small.history(eid)] == ["created"]
+
+
+def test_metadata_nested_too_deep_is_refused_not_a_crash(hash_mem: Memory) -> None:
+    deep: dict[str, object] = {}
+    node = deep
+    for _ in range(5000):
+        node["x"] = {}
+        node = node["x"]  # type: ignore[assignment]
+    with pytest.raises(ValidationError) as err:
+        hash_mem.add([{"role": "user", "content": "hi", "metadata": deep}], user_id="u")
+    assert "nested" in str(err.value)
+    assert hash_mem.stats().episodes == 0
+
+
+def test_a_cursor_past_any_row_is_refused(hash_mem: Memory) -> None:
+    with pytest.raises(ValidationError):
+        hash_mem.list(user_id="u", cursor=str(2**70))

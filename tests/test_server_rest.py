@@ -334,3 +334,11 @@ def test_a_foreign_host_or_origin_is_refused(api: Api) -> None:
     assert cross.status_code == 403
     same = client.get("/v1/memories", headers={"Origin": "http://localhost:8420"})
     assert same.status_code == 200
+
+
+def test_pinned_must_be_a_real_boolean(api: Api) -> None:
+    _, client = api
+    refused = client.post("/v1/remember", json={"user_id": "alice", "text": "we deploy on fridays",
+                                                "pinned": 0})
+    assert refused.status_code == 422 and "pinned" in refused.text
+    assert client.get("/v1/memories", params={"user_id": "alice"}).json()["items"] == []

@@ -5,7 +5,7 @@ from collections.abc import Callable
 from typing import Annotated, Any, Literal
 
 from fastapi import APIRouter, Body, Depends, Path, Query
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, ConfigDict, Field, StrictBool
 
 from ..errors import NotFoundError
 from ..memory import Memory
@@ -24,11 +24,11 @@ class RememberRequest(ScopeFields):
     """A memory to keep directly (an agent's "remember this"), merged with what is known."""
 
     text: str = Field(examples=["the team deploys with `make ship`"])
-    kind: str = Field("fact", description="preference, profile, project, convention, pitfall, "
-                      "procedure, skill, files, decision, fact or event")
+    kind: str = Field("fact", description="preference, persona, profile, project, convention, "
+                      "pitfall, procedure, skill, files, decision, fact or event")
     subject: str | None = None
     role: str = "user"
-    pinned: bool = Field(False, description="never archived by decay")
+    pinned: StrictBool = Field(False, description="never archived by decay")
     metadata: dict[str, Any] | None = None
 
 

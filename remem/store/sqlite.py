@@ -547,7 +547,8 @@ class SQLiteStore(DerivedOps):
         fwhere, fparams = filters_sql(filters)
         before = 2**63 - 1
         if cursor is not None:
-            if not (cursor.isascii() and cursor.isdigit()):
+            if not (cursor.isascii() and cursor.isdigit()) or len(cursor) > 19 \
+                    or int(cursor) > 2**63 - 1:
                 raise ValidationError("cursor", f"{cursor!r} is not a cursor from a previous page")
             before = int(cursor)
         rows = self.conn.execute(
