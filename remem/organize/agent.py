@@ -261,8 +261,8 @@ class MemoryAgent:
         for m in memories:
             parts = clauses(m.text)
             hit = [c for c in parts if _restates(rare, c) or c in gone]
-            if m in targets and not hit:
-                hit = parts
+            if (m in targets and not hit) or (m.sources and set(m.sources) <= episodes):
+                hit = parts  # a target, or a memory whose every source is now hidden
             if not hit:
                 kept_from_request |= said_in.id in m.sources
                 continue
