@@ -37,6 +37,7 @@ from ..store.base import NewMemory
 from ..store.sqlite import SQLiteStore
 from ..text import has_cjk, split_passages
 from .relate import family, forget_targets, relate
+from .relate import stems as _stems
 from .similarity import content_words, jaccard, normalise
 from .skills import is_success, skill_name, steps_of, task_of
 from .topics import MindMap
@@ -243,26 +244,34 @@ class MemoryAgent:
         restate its rare words, are hidden. Soft: status ``forgotten``, with history.
         Returns the ids changed."""
         look = shared_scope(said_in).model_copy(update={"nested": True})
-        turns = [t for t in self.store.recent_turns(shared_scope(said_in), 200, before=said_in.id)
-                 if t.kind == "episode"]
+        said = self.store.recent_turns(shared_scope(said_in), 200, before=said_in.id)
+        turns = [t for t in said if t.kind == "episode"]
         memories = self.store.derived(look, limit=1000)
         targets = forget_targets(self.reader, request, memories + turns)
         if not targets:
             return []
         topic = content_words(request) - self.reader.heads.forget_words
+        stems = _stems(topic)
         gone = [c for t in targets for c in self._touched(clauses(t.text), topic, request)]
-        rare = self._rare_words(gone, turns)
         episodes = {t.id for t in targets if t.is_episode} | {s for t in targets for s in t.sources}
-        episodes |= {t.id for t in turns if _restates(rare, t.text)}
         episodes.discard(said_in.id)  # it may say other things worth keeping: decided below
+        # what the memories derived from those turns say about the topic goes too
+        hits: dict[str, list[str]] = {}
+        for m in memories:
+            parts = clauses(m.text)
+            near = bool(set(m.sources) & episodes)
+            hit = [c for c in parts if c in gone or (near and _stems(content_words(c)) & stems)]
+            hits[m.id] = parts if m in targets and not hit else hit
+        rare = self._rare_words(gone + [c for h in hits.values() for c in h], turns)
+        # and every turn, event or memory that restates its rare words
+        episodes |= {t.id for t in said if _restates(rare, t.text)}
+        episodes.discard(said_in.id)
         reason = f"asked to forget: {request[:200]}"
         changed: list[str] = []
         kept_from_request = False
         for m in memories:
             parts = clauses(m.text)
-            hit = [c for c in parts if _restates(rare, c) or c in gone]
-            if (m in targets and not hit) or (m.sources and set(m.sources) <= episodes):
-                hit = parts  # a target, or a memory whose every source is now hidden
+            hit = hits[m.id] + [c for c in parts if c not in hits[m.id] and _restates(rare, c)]
             if not hit:
                 kept_from_request |= said_in.id in m.sources
                 continue

@@ -18,7 +18,7 @@ import numpy as np
 from ..extract.heads import INTENTS, PAIR_LABELS, Reader
 from ..model import KINDS, MemoryItem
 
-__all__ = ["Relation", "family", "forget_targets", "relate"]
+__all__ = ["Relation", "family", "forget_targets", "relate", "stems"]
 
 _SUPERSEDE, _SAME, _FORGET, _KEEP = (PAIR_LABELS.index(x) for x in
                                      ("supersede", "same", "forget", "keep"))
@@ -93,7 +93,7 @@ def forget_targets(reader: Reader, request: str, known: Sequence[MemoryItem], *,
         return []
     from .similarity import content_words
 
-    topic = _stems(content_words(request) - reader.heads.forget_words)
+    topic = stems(content_words(request) - reader.heads.forget_words)
     texts = [m.text for m in known]
     sims = reader.similarity(texts, request)
     reading = reader.read([request], ["user"])[0]
@@ -101,7 +101,7 @@ def forget_targets(reader: Reader, request: str, known: Sequence[MemoryItem], *,
     typical = float(np.median(sims))
     scores = []
     for m, sim, row in zip(known, sims, probs, strict=False):
-        words = _stems(content_words(m.text) | {str(e).lower() for e in m.metadata.get("entities", [])})
+        words = stems(content_words(m.text) | {str(e).lower() for e in m.metadata.get("entities", [])})
         shared = len(topic & words)
         scores.append(float(row[_FORGET]) - 0.2 * float(row[_KEEP]) + 3 * (float(sim) - typical)
                       + 0.5 * (shared > 0) + 0.5 * shared / max(1, len(topic)))
@@ -114,7 +114,7 @@ def forget_targets(reader: Reader, request: str, known: Sequence[MemoryItem], *,
 _SUFFIX = re.compile(r"(?:ations?|ments?|ings?|ed|es|s|ly)$")
 
 
-def _stems(words: set[str]) -> set[str]:
+def stems(words: set[str]) -> set[str]:
     """Crude stems, so that "logging" meets "logs": suffix off, a doubled end undone, five
     letters at most. CJK bigrams pass unchanged."""
     out = set()
