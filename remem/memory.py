@@ -26,7 +26,7 @@ from ._inputs import (
 )
 from .config import Config, default_path
 from .embed import Embedder, create_embedder
-from .errors import ClosedError, EmbeddingError, ValidationError
+from .errors import ClosedError, EmbeddingError, NotFoundError, ValidationError
 from .extract.base import Extractor
 from .extract.heads import Reader
 from .model import (
@@ -389,12 +389,24 @@ class Memory:
             ))
         return self._watch(self._queue(items), on_ready)
 
+    def _writable(self, memory_id: str, scope: Scope) -> Scope:
+        """The exact scope in which the caller may change ``memory_id``: its own scope, or,
+        from a project, the same user's memory outside any project. Never the team's or
+        another user's (NotFoundError, as for any id outside the walls)."""
+        if scope.project is None or scope.user_id is None:
+            return scope
+        item = self.store.get(memory_id, scope.model_copy(update={"nested": True}))
+        if item.user_id != scope.user_id:
+            raise NotFoundError(memory_id)
+        return scope.model_copy(update={"project": item.project})
+
     def update(self, memory_id: str, *, text: str, reason: str | None = None,
                org_id: str | None = None, user_id: str | None = None,
                project: str | None = None, agent_id: str | None = None) -> MemoryItem:
         """Give a derived memory new text as a new version; ``history`` keeps the old one."""
         self._check_open()
-        scope = parse_scope(org_id=org_id, user_id=user_id, agent_id=agent_id, project=project, nested=True)
+        scope = parse_scope(org_id=org_id, user_id=user_id, agent_id=agent_id, project=project)
+        scope = self._writable(memory_id, scope)
         body = clean_text(text, "text", self.config.max_text_chars)
         check_label(reason, "reason")
         job_id = new_id("j_")
@@ -410,7 +422,8 @@ class Memory:
                agent_id: str | None = None) -> MemoryItem:
         """Hide a memory from search; it stays in the file and in its history."""
         self._check_open()
-        scope = parse_scope(org_id=org_id, user_id=user_id, agent_id=agent_id, project=project, nested=True)
+        scope = parse_scope(org_id=org_id, user_id=user_id, agent_id=agent_id, project=project)
+        scope = self._writable(memory_id, scope)
         check_label(reason, "reason")
         return self.store.set_status(memory_id, scope, "forgotten", reason)
 
@@ -418,7 +431,8 @@ class Memory:
               project: str | None = None, agent_id: str | None = None) -> list[str]:
         """Delete a memory for good, with everything derived from it; returns the deleted ids."""
         self._check_open()
-        scope = parse_scope(org_id=org_id, user_id=user_id, agent_id=agent_id, project=project, nested=True)
+        scope = parse_scope(org_id=org_id, user_id=user_id, agent_id=agent_id, project=project)
+        scope = self._writable(memory_id, scope)
         return self.store.purge(memory_id, scope)
 
     # --- reading ----------------------------------------------------------------------
@@ -635,7 +649,8 @@ class Memory:
         """Tell the memory agent how a memory did: ``helpful`` strengthens and matures it,
         ``wrong`` forgets it, ``stale`` archives it. Kept in its history with the note."""
         self._check_open()
-        scope = parse_scope(org_id=org_id, user_id=user_id, agent_id=agent_id, project=project, nested=True)
+        scope = parse_scope(org_id=org_id, user_id=user_id, agent_id=agent_id, project=project)
+        scope = self._writable(memory_id, scope)
         if verdict not in _VERDICTS:
             raise ValidationError("verdict", f"{verdict!r} is not a verdict; use helpful, wrong or stale")
         if note is not None:
@@ -683,7 +698,8 @@ class Memory:
                       project: str | None = None) -> MemoryItem:
         """Approve a skill candidate: it becomes canonical and gets its SKILL.md."""
         self._check_open()
-        scope = parse_scope(org_id=org_id, user_id=user_id, agent_id=agent_id, project=project, nested=True)
+        scope = parse_scope(org_id=org_id, user_id=user_id, agent_id=agent_id, project=project)
+        scope = self._writable(memory_id, scope)
         skill = self.store.get(memory_id, scope)
         if skill.kind != "skill":
             raise ValidationError("id", f"{memory_id} is a {skill.kind} memory, not a skill; "

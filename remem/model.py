@@ -58,8 +58,8 @@ class Scope(BaseModel):
 
     ``nested`` widens a read to the levels above it: a project's reads also see the
     user's memories that belong to no project, and a user's reads the org's memories that
-    belong to no user (and likewise for ``agent_id``). Other users, orgs and projects stay
-    walled off. Writes ignore it.
+    belong to no user (and likewise for ``agent_id``); with no user named, only the org's.
+    Other users, orgs and projects stay walled off. Writes go to exact scopes only.
     """
 
     model_config = ConfigDict(frozen=True, extra="forbid")

@@ -20,6 +20,7 @@ shipped as ``training/heads.npz``: plain arrays, no pickles.
 from __future__ import annotations
 
 import re
+import threading
 import zlib
 from collections.abc import Sequence
 from dataclasses import dataclass
@@ -224,19 +225,25 @@ class Reader:
         self.encoder = encoder
         self.cache_size = cache_size
         self._cache: dict[str, np.ndarray] = {}
+        self._lock = threading.Lock()
 
     def vectors(self, texts: Sequence[str]) -> np.ndarray:
-        """Unit vectors of ``texts`` (rows in order), embedded once per distinct text."""
-        todo = [t for t in dict.fromkeys(texts) if t not in self._cache]
-        if todo:
-            if len(self._cache) + len(todo) > self.cache_size:
-                self._cache.clear()
-            for i in range(0, len(todo), 64):
-                batch = todo[i:i + 64]
-                self._cache.update(zip(batch, self.encoder.embed_queries(batch), strict=True))
+        """Unit vectors of ``texts`` (rows in order), embedded once per distinct text.
+        Safe to call from several threads."""
         if not texts:
             return np.zeros((0, 384), dtype=np.float32)
-        return np.stack([self._cache[t] for t in texts])
+        with self._lock:
+            found = {t: self._cache[t] for t in texts if t in self._cache}
+        todo = [t for t in dict.fromkeys(texts) if t not in found]
+        for i in range(0, len(todo), 64):
+            batch = todo[i:i + 64]
+            found.update(zip(batch, self.encoder.embed_queries(batch), strict=True))
+        if todo:
+            with self._lock:
+                if len(self._cache) + len(todo) > self.cache_size:
+                    self._cache.clear()
+                self._cache.update((t, found[t]) for t in todo)
+        return np.stack([found[t] for t in texts])
 
     def read(self, texts: Sequence[str], roles: Sequence[str]) -> list[Reading]:
         """What each statement is (see :meth:`Heads.read`)."""

@@ -33,6 +33,7 @@ _PAST = frozenset("ran went got lost won made saw grew took came left met though
                   "found felt kept built brought bought taught caught meant sent spent slept read "
                   "heard held sat stood understood wrote began became gave chose drove rode wore "
                   "put set let cut hit hurt paid led fed fell forgot".split())
+_NOT_VERB = frozenset("no not and or then first too both either neither nor".split())
 _MODAL = frozenset("can could will would should must might may did had was shall".split())
 _THIRD = {"am": "is", "have": "has", "do": "does", "are": "is", "were": "was"}
 _CONTRACTIONS = {
@@ -142,6 +143,10 @@ def _resolve_en(text: str, name: str) -> str:
         low = core.lower()
         if fix_next and core.isalpha():
             if low in _ADVERB or low.endswith("ly"):
+                out.append(tok)
+                continue
+            if low in _NOT_VERB:  # "I no longer use", "I and my wife": leave it as said
+                fix_next = False
                 out.append(tok)
                 continue
             tok = tok.replace(core, _third(core), 1)

@@ -130,6 +130,8 @@ class MemoryAgent:
         # the same words again, however old the memory; then near duplicates among the recent
         existing = self.store.derived(look, family(cand.kind), limit=300)
         existing = self.store.derived(look, [cand.kind], text=cand.text, limit=1) + existing
+        # only the writer's own memories can be merged into or replaced, never the team's
+        existing = [m for m in existing if m.user_id == scope.user_id]
         norm, mine = normalise(cand.text), content_words(cand.text)
         for m in existing:
             if m.kind != cand.kind:
@@ -246,7 +248,8 @@ class MemoryAgent:
         look = shared_scope(said_in).model_copy(update={"nested": True})
         said = self.store.recent_turns(shared_scope(said_in), 200, before=said_in.id)
         turns = [t for t in said if t.kind == "episode"]
-        memories = self.store.derived(look, limit=1000)
+        # what this user said can be forgotten by them; the team's memories cannot
+        memories = [m for m in self.store.derived(look, limit=1000) if m.user_id == said_in.user_id]
         targets = forget_targets(self.reader, request, memories + turns)
         if not targets:
             return []

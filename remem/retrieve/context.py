@@ -41,7 +41,8 @@ class ContextOptions:
 
 
 def _one_line(text: str) -> str:
-    return " ".join(text.replace("#", "＃").split()) if "\n" in text or "#" in text else text
+    """Stored text as one line, so it cannot start a heading or an item of its own."""
+    return " ".join(text.split())
 
 
 def context_line(item: MemoryItem, asked: Scope | None = None) -> str:
@@ -85,7 +86,8 @@ def build_context(*, core: Sequence[MemoryItem], working: Sequence[MemoryItem],
                   search: Callable[[int], list[Hit]] | None, asked: Scope, budget_tokens: int,
                   options: ContextOptions) -> Context:
     """Assemble the block from the core memories, the working set and a search (called
-    with the tokens left, or None without a query)."""
+    with the tokens left, or None without a query). The core block takes up to half the
+    budget with a query, three quarters without."""
     taken: dict[str, MemoryItem] = {}
     seen_text: set[str] = set()
     cited: set[str] = set()

@@ -8,6 +8,7 @@ memory of a single-user loopback server. Requests that fail get 403 in the error
 
 from __future__ import annotations
 
+import re
 from urllib.parse import urlsplit
 
 from starlette.types import ASGIApp, Receive, Scope, Send
@@ -22,17 +23,25 @@ LOOPBACK_NAMES = ("127.0.0.1", "localhost", "::1")
 def allowed_hosts(listen_host: str, extra: list[str]) -> set[str] | None:
     """The host names requests may use, or None for any (a server listening beyond
     loopback without a list: keys guard it)."""
-    names = {h.strip().lower().strip("[]") for h in extra if h.strip()}
-    if listen_host in ("0.0.0.0", "::") and not names:
+    names = {_hostname(h) for h in extra if h.strip()}
+    if listen_host.strip("[]") in ("0.0.0.0", "::") and not names:
         return None
-    return names | set(LOOPBACK_NAMES) | {listen_host.lower().strip("[]")}
+    return (names | set(LOOPBACK_NAMES) | {listen_host.lower().strip("[]")}) - {""}
+
+
+_BRACKETED = re.compile(r"^\[([0-9a-f:.]+)\](?::\d+)?$")
 
 
 def _hostname(value: str) -> str:
+    """The host of a Host header or a configured name, without its port; "" if malformed."""
     value = value.strip().lower()
     if value.startswith("["):  # [::1]:8420
-        return value[1:value.find("]")] if "]" in value else value
-    return value.rsplit(":", 1)[0] if value.count(":") == 1 else value
+        m = _BRACKETED.match(value)
+        return m.group(1) if m else ""
+    if value.count(":") == 1:
+        host, _, port = value.partition(":")
+        return host if port.isdigit() else ""
+    return value
 
 
 class HostGuard:
@@ -49,7 +58,10 @@ class HostGuard:
         headers = dict(scope["headers"])
         host = _hostname(headers.get(b"host", b"").decode("latin-1"))
         origin = headers.get(b"origin", b"").decode("latin-1")
-        origin_host = urlsplit(origin).hostname if origin and origin != "null" else None
+        try:
+            origin_host = urlsplit(origin).hostname if origin and origin != "null" else None
+        except ValueError:  # "http://[::1": no host we know
+            origin_host = None
         if host not in self.hosts or (origin and (origin_host or "") not in self.hosts):
             what = f"Origin {origin!r}" if host in self.hosts else f"Host {host!r}"
             await error_response(

@@ -100,7 +100,10 @@ def scope_sql(scope: Scope, alias: str = "m", *, by_rowid: bool = False) -> tupl
         if value is None:
             continue
         if scope.nested and name in NESTED_FIELDS:
-            clauses.append(f"({plus}{alias}.{name} = ? OR {plus}{alias}.{name} IS NULL)")
+            # a level above is the same user's (or, with no user named, the org's only)
+            also = "" if name == "user_id" or scope.user_id is not None \
+                else f" AND {plus}{alias}.user_id IS NULL"
+            clauses.append(f"({plus}{alias}.{name} = ? OR ({plus}{alias}.{name} IS NULL{also}))")
         else:
             clauses.append(f"{plus}{alias}.{name} = ?")
         params.append(value)

@@ -109,7 +109,10 @@ class VectorIndex:
                 code = self._interned.get(value, -1)
                 match = self._codes[:n, col] == code
                 if scope.nested and name in ("user_id", "agent_id", "project"):
-                    match |= self._codes[:n, col] == 0  # None: the level above
+                    above = self._codes[:n, col] == 0  # None: the level above
+                    if name != "user_id" and scope.user_id is None:
+                        above &= self._codes[:n, _SCOPE_FIELDS.index("user_id")] == 0
+                    match |= above
                 mask &= match
             selected = np.flatnonzero(mask)
             if len(selected) == 0:
