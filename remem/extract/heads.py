@@ -30,7 +30,7 @@ from typing import Any
 
 import numpy as np
 
-from ..text import has_cjk, words
+from ..text import STOPWORDS, has_cjk, words
 
 __all__ = [
     "INTENTS",
@@ -101,8 +101,6 @@ def statement_features(vectors: np.ndarray, texts: Sequence[str],
 
 
 def _content(text: str) -> set[str]:
-    from ..text import STOPWORDS
-
     return {w for w in words(text) if w not in STOPWORDS}
 
 

@@ -17,6 +17,7 @@ import numpy as np
 
 from ..extract.heads import INTENTS, PAIR_LABELS, Reader
 from ..model import KINDS, MemoryItem
+from .similarity import content_words
 
 __all__ = ["Relation", "family", "forget_targets", "relate", "stems"]
 
@@ -91,8 +92,6 @@ def forget_targets(reader: Reader, request: str, known: Sequence[MemoryItem], *,
     """
     if not known:
         return []
-    from .similarity import content_words
-
     topic = stems(content_words(request) - reader.heads.forget_words)
     texts = [m.text for m in known]
     sims = reader.similarity(texts, request)
