@@ -22,6 +22,7 @@ from ..text import has_cjk
 from .base import Candidate, EpisodeIn, as_utc
 from .events import event_candidates
 from .heads import INTENTS, Reader, Reading
+from .requests import requests_in
 from .stack import STACK
 from .statements import Unit, is_fragment, render, units
 
@@ -33,6 +34,7 @@ _NOT_ENTITY = frozenset("I User January February March April May June July Augus
 _QUESTION = re.compile(r"[?？]\s*$")
 _ADDRESSED = re.compile(r"\b(?:you|your|yours|yourself|you're|you've|you'll|ya)\b|你|您", re.IGNORECASE)
 _CLAUSE = re.compile(r"\s*[,;，；:：]\s*|\s+(?:but|and then|so)\s+")
+_CHANGES = frozenset({"update", "instruction"})
 #: Kinds about the person: an agent's turn cannot state them for the user.
 _PERSONAL = frozenset({"preference", "persona", "profile"})
 
@@ -91,14 +93,36 @@ class RulesExtractor:
         """The candidates in conversation turns."""
         pieces = [(ep, unit) for ep in episodes for unit in units(ep.text)]
         readings = self.reader.read([u.text for _, u in pieces], [role_of(ep) for ep, _ in pieces])
+        asked = self._asked(pieces, readings)
         out = []
-        for (ep, unit), reading in zip(pieces, readings, strict=False):
+        for i, ((ep, unit), reading) in enumerate(zip(pieces, readings, strict=False)):
+            if i in asked:
+                continue
             cand = self._candidate(ep, unit, reading)
             if cand is None and not reading.worth and not unit.steps:
                 out.extend(self._clauses(ep, unit, reading))
             elif cand is not None:
                 out.append(cand)
         return out
+
+    def _asked(self, pieces: Sequence[tuple[EpisodeIn, Unit]],
+               readings: Sequence[Reading]) -> set[int]:
+        """The positions of the units that make up a user's forget request."""
+        asked: set[int] = set()
+        start = 0
+        while start < len(pieces):
+            ep = pieces[start][0]
+            end = start
+            while end < len(pieces) and pieces[end][0] is ep:
+                end += 1
+            if role_of(ep) == "user":
+                found = requests_in([u for _, u in pieces[start:end]], readings[start:end],
+                                    self.reader.heads.forget_words)
+                # what a request points back to is not kept, unless it is a change
+                asked.update(start + j for req in found for j in req.spans
+                             if readings[start + j].intent not in _CHANGES)
+            start = end
+        return asked
 
     def _clauses(self, ep: EpisodeIn, unit: Unit, whole: Reading) -> list[Candidate]:
         """A sentence not worth keeping as a whole may hold a clause that is ("that's

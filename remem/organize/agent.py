@@ -31,7 +31,8 @@ from typing import Any
 from ..config import AgentConfig
 from ..embed import Embedder
 from ..extract.heads import Reader
-from ..extract.statements import is_fragment, units
+from ..extract.requests import forget_requests
+from ..extract.statements import is_fragment
 from ..model import Candidate, MemoryItem, Scope, new_id
 from ..store.base import NewMemory
 from ..store.sqlite import SQLiteStore
@@ -140,15 +141,17 @@ class MemoryAgent:
                     mine, content_words(m.text)) >= self.config.merge_similarity):
                 self._merge(m, cand, session, metadata or {})
                 return "merged", m.id
-        rel = relate(self.reader, cand.text, list({m.id: m for m in existing}.values()),
-                     change=cand.intent in ("update", "correction"))
-        if rel is not None and rel.action == "same" and rel.memory.kind == cand.kind:
-            self._merge(rel.memory, cand, session, metadata or {})
-            return "merged", rel.memory.id
+        rels = relate(self.reader, cand.text, list({m.id: m for m in existing}.values()),
+                      change=cand.intent in ("update", "correction"))
+        if rels and rels[0].action == "same" and rels[0].memory.kind == cand.kind:
+            self._merge(rels[0].memory, cand, session, metadata or {})
+            return "merged", rels[0].memory.id
         item = self._create(cand, scope, session, vector, metadata or {})
-        if rel is not None and rel.action == "supersede" and cand.kind not in ("event", "skill"):
+        replaced = [r.memory for r in rels if r.action == "supersede"]
+        if replaced and cand.kind not in ("event", "skill"):
             at = _ts(cand.event_time) or _ts(cand.observed_at) or time.time()
-            self.store.supersede(rel.memory.id, item.id, at=at, reason=f"replaced by: {cand.text}")
+            for old in replaced:
+                self.store.supersede(old.id, item.id, at=at, reason=f"replaced by: {cand.text}")
             return "superseded", item.id
         return "created", item.id
 
@@ -227,16 +230,16 @@ class MemoryAgent:
 
     def _forget_requests(self, episode_ids: Sequence[str]) -> list[str]:
         forgotten: list[str] = []
-        for ep in self.store.items_by_id(episode_ids):
+        batch = self.store.items_by_id(episode_ids)
+        for n, ep in enumerate(batch):
             if ep.kind != "episode" or (ep.role or "user").lower() in {"assistant", "system", "tool"}:
                 continue
-            for unit in units(ep.text):
-                reading = self.reader.read([unit.text], ["user"])[0]
-                if reading.intent == "forget":
-                    forgotten += self.forget_about(unit.text, ep)
+            for request in forget_requests(self.reader, ep.text):
+                forgotten += self.forget_about(request.text, ep, later={e.id for e in batch[n:]})
         return forgotten
 
-    def forget_about(self, request: str, said_in: MemoryItem) -> list[str]:
+    def forget_about(self, request: str, said_in: MemoryItem, *,
+                     later: set[str] | frozenset[str] = frozenset()) -> list[str]:
         """Forget what ``request`` is about, in the scope of the turn that said it.
 
         The targets (see :func:`.relate.forget_targets`) are cut into clauses and the
@@ -244,18 +247,24 @@ class MemoryAgent:
         forgotten, or keep a new version without it when they say other things too
         ("forget the client's name, the rest is fine"); the turns that said it, or
         restate its rare words, are hidden. Soft: status ``forgotten``, with history.
-        Returns the ids changed."""
+        ``later`` names the turns said with or after the request: what they say is new,
+        not a target. Returns the ids changed."""
         look = shared_scope(said_in).model_copy(update={"nested": True})
         said = self.store.recent_turns(shared_scope(said_in), 200, before=said_in.id)
         turns = [t for t in said if t.kind == "episode"]
         # what this user said can be forgotten by them; the team's memories cannot
         memories = [m for m in self.store.derived(look, limit=1000) if m.user_id == said_in.user_id]
-        targets = forget_targets(self.reader, request, memories + turns)
+        # what the request's own turn and the replies to it say is new, not a target
+        later = {said_in.id, *later}
+        known = [m for m in memories if not set(m.sources) & later]
+        targets = forget_targets(self.reader, request, known + turns)
         if not targets:
             return []
-        topic = content_words(request) - self.reader.heads.forget_words
+        topic = {w for w in content_words(request) - self.reader.heads.forget_words if _telling(w)}
         stems = _stems(topic)
-        gone = [c for t in targets for c in self._touched(clauses(t.text), topic, request)]
+        gone: list[str] = []
+        for t in targets:  # best first: what the clearest target loses guides the others
+            gone += self._touched(clauses(t.text), topic, request, gone)
         episodes = {t.id for t in targets if t.is_episode} | {s for t in targets for s in t.sources}
         episodes.discard(said_in.id)  # it may say other things worth keeping: decided below
         # what the memories derived from those turns say about the topic goes too
@@ -278,9 +287,8 @@ class MemoryAgent:
             if not hit:
                 kept_from_request |= said_in.id in m.sources
                 continue
-            rest = [c for c in parts if c not in hit and not is_fragment(c)]
-            if rest:
-                text = _join(rest)
+            text = _join([c for c in parts if c not in hit])
+            if text and not is_fragment(text):
                 self.store.update_text(m.id, look, text, split_passages(text, self.chunk_tokens),
                                        reason, new_id("j_"))
                 kept_from_request |= said_in.id in m.sources
@@ -297,16 +305,19 @@ class MemoryAgent:
                 changed.append(item.id)
         return changed
 
-    def _touched(self, parts: list[str], topic: set[str], request: str) -> list[str]:
-        """The clauses a forget request is about: those sharing its topic words, else the
-        nearest in meaning."""
+    def _touched(self, parts: list[str], topic: set[str], request: str,
+                 gone: Sequence[str]) -> list[str]:
+        """The clauses a forget request is about: those sharing its topic words or
+        restating a clause already forgotten, else the nearest in meaning."""
         if len(parts) <= 1:
             return parts
-        touched = [c for c in parts if topic & content_words(c)]
-        if touched and len(touched) < len(parts):
-            return touched
-        sims = self.reader.similarity(parts, request)
-        return [parts[int(sims.argmax())]] if not touched else parts
+        said = {w for c in gone for w in content_words(c) if _telling(w)}
+        touched = [c for c in parts if topic & content_words(c) or _restates(said, c)]
+        if not touched:
+            touched = [parts[int(self.reader.similarity(parts, request).argmax())]]
+        # a bare value ("13812345678") goes with the clause it follows
+        return [c for i, c in enumerate(parts) if c in touched
+                or (len(content_words(c)) <= 1 and i > 0 and parts[i - 1] in touched)]
 
     def _rare_words(self, texts: Sequence[str], turns: Sequence[MemoryItem]) -> set[str]:
         """Words of ``texts`` that few of ``turns`` use: names, numbers, identifiers."""
@@ -328,8 +339,16 @@ def clauses(text: str) -> list[str]:
 
 
 def _join(parts: Sequence[str]) -> str:
-    text = " ".join(p.strip() for p in parts).strip(" ,;，；")
+    text = ""
+    for p in parts:  # no space after a full-width comma
+        text += p.strip() if not text or text[-1] in "，；。" else " " + p.strip()
+    text = text.strip(" ,;，；")
     return text[:1].upper() + text[1:]
+
+
+def _telling(word: str) -> bool:
+    """A word that can say what a text is about: not a short English one ("go", "bit")."""
+    return has_cjk(word) or len(word) >= 4 or any(c.isdigit() for c in word)
 
 
 def _restates(rare: set[str], text: str) -> bool:

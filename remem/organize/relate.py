@@ -51,23 +51,25 @@ class Relation:
 
 def relate(reader: Reader, text: str, known: Sequence[MemoryItem], *, nearest: int = 6,
            min_similarity: float = 0.78, min_p: float = 0.5, sure_p: float = 0.9,
-           same_similarity: float = 0.93, change: bool = False) -> Relation | None:
-    """The known memory the statement replaces or repeats, or None when it is new.
+           same_similarity: float = 0.93, change: bool = False) -> list[Relation]:
+    """The known memories the statement replaces or repeats, strongest first; empty when
+    it is new. A chain of versions ("3.10", then "moved to 3.11", "3.11 now") is replaced
+    as a whole.
 
     A supersession needs the pair head's ``min_p`` when the statement is worded as a
     change (``change``, or the intent head reads an update or a correction), and
     ``sure_p`` otherwise."""
     if not known:
-        return None
+        return []
     sims = reader.similarity([m.text for m in known], text)
     order = [int(i) for i in np.argsort(-sims, kind="stable")[:nearest] if sims[i] >= min_similarity]
     if not order:
-        return None
+        return []
     probs_new = reader.read([text], ["user"])[0].intent_probs
     probs = reader.relate([known[i].text for i in order], text, probs_new)
     # worded as a change ("upgraded", "不对", "no longer"), or a pair the head is sure of
     changes = change or float(probs_new[_UPDATE] + probs_new[_CORRECTION]) >= 0.3
-    best: Relation | None = None
+    found: list[Relation] = []
     for row, i in zip(probs, order, strict=False):
         label = int(row.argmax())
         if label == _SUPERSEDE and not changes and row[label] < sure_p:
@@ -75,10 +77,8 @@ def relate(reader: Reader, text: str, known: Sequence[MemoryItem], *, nearest: i
         if label == _SAME and (sims[i] < same_similarity or row[label] < 0.6):
             continue  # saying the same thing needs near-identical meaning
         if label in (_SUPERSEDE, _SAME) and row[label] >= min_p:
-            rel = Relation(PAIR_LABELS[label], known[i], float(row[label]), float(sims[i]))
-            if best is None or rel.p * rel.similarity > best.p * best.similarity:
-                best = rel
-    return best
+            found.append(Relation(PAIR_LABELS[label], known[i], float(row[label]), float(sims[i])))
+    return sorted(found, key=lambda r: -r.p * r.similarity)
 
 
 def forget_targets(reader: Reader, request: str, known: Sequence[MemoryItem], *,
@@ -88,7 +88,7 @@ def forget_targets(reader: Reader, request: str, known: Sequence[MemoryItem], *,
     Each candidate is scored by the pair head's reading of the request as forgetting it,
     by how much nearer in meaning it is than the typical candidate, and by whether the
     request's topic (its words, less the wording forget requests share) touches it. The
-    best one is the target when it stands out; others that score as high go with it.
+    best one is the target when it stands out; others that score as high go with it, best first.
     """
     if not known:
         return []
@@ -107,7 +107,8 @@ def forget_targets(reader: Reader, request: str, known: Sequence[MemoryItem], *,
     best = max(scores)
     if best < 0.3:
         return []
-    return [m for m, sc in zip(known, scores, strict=False) if sc >= best - margin]
+    ranked = sorted(zip(scores, range(len(known)), known, strict=False), reverse=True)
+    return [m for sc, _, m in ranked if sc >= best - margin]
 
 
 _SUFFIX = re.compile(r"(?:ations?|ments?|ings?|ed|es|s|ly)$")

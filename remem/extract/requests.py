@@ -1,0 +1,71 @@
+"""Forget requests in a turn, with the sentence they point back to.
+
+A request often names its topic in one sentence and asks in the next ("about my personal
+email from the other day. please forget it"). The intent head finds the asking sentence;
+when that sentence says nothing of its own beyond the wording all forget requests share,
+the sentence before it in the same turn is its topic and belongs to the request. Neither
+is a memory: the memory agent acts on the request.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+from ..text import STOPWORDS, words
+from .heads import Reader, Reading
+from .statements import Unit, units
+
+#: pronouns and demonstratives: a closed class of the grammar, not a list of topics
+_POINTERS = frozenset("it that this them those these".split())
+_ZH_POINTER = re.compile(r"[那这][个些件条句]|它")
+
+__all__ = ["ForgetRequest", "forget_requests", "requests_in", "topic_words"]
+
+
+@dataclass(frozen=True)
+class ForgetRequest:
+    """A request to forget something: its words, and which units of the turn it spans."""
+
+    text: str
+    spans: tuple[int, ...]
+
+
+def topic_words(text: str, forget_words: frozenset[str]) -> set[str]:
+    """What a request is about: its words less function words and the request wording."""
+    return {w for w in words(text) if w not in STOPWORDS and w not in forget_words}
+
+
+def points_back(text: str, forget_words: frozenset[str]) -> bool:
+    """A request that names its topic only by a pronoun ("forget it", "那个删了吧")."""
+    found = set(words(text))
+    return bool(found & _POINTERS or _ZH_POINTER.search(text)) and \
+        len(topic_words(text, forget_words)) <= 3
+
+
+def forget_requests(reader: Reader, text: str, *, role: str = "user") -> list[ForgetRequest]:
+    """The forget requests in one turn (none for an agent or a tool, which cannot ask)."""
+    if role != "user":
+        return []
+    pieces = units(text)
+    readings = reader.read([u.text for u in pieces], [role] * len(pieces)) if pieces else []
+    return requests_in(pieces, readings, reader.heads.forget_words)
+
+
+def requests_in(pieces: Sequence[Unit], readings: Sequence[Reading],
+                forget_words: frozenset[str]) -> list[ForgetRequest]:
+    """The forget requests among a turn's units, given the heads' reading of each."""
+    out: list[ForgetRequest] = []
+    for i, reading in enumerate(readings):
+        if reading.intent != "forget":
+            continue
+        if out and out[-1].spans[-1] == i - 1:  # one request said in two sentences
+            last = out.pop()
+            out.append(ForgetRequest(f"{last.text} {pieces[i].text}", (*last.spans, i)))
+            continue
+        spans = (i,)
+        if i > 0 and points_back(pieces[i].text, forget_words):
+            spans = (i - 1, i)  # "please forget it": the sentence before says what "it" is
+        out.append(ForgetRequest(" ".join(pieces[j].text for j in spans), spans))
+    return out
