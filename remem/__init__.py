@@ -8,22 +8,53 @@
 'I moved to pnpm last week'
 """
 
-import logging
+from __future__ import annotations
 
-from .config import Config, RetrievalConfig
-from .errors import (
-    ClosedError,
-    ConfigError,
-    EmbedderMismatchError,
-    EmbeddingError,
-    NotFoundError,
-    RememError,
-    SchemaVersionError,
-    StoreError,
-    ValidationError,
-)
-from .memory import AsyncMemory, Memory
-from .model import AddResult, HistoryEntry, Hit, MemoryItem, Page, Source, Stats
+import importlib
+import logging
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from .config import Config, RetrievalConfig
+    from .errors import (
+        ClosedError,
+        ConfigError,
+        EmbedderMismatchError,
+        EmbeddingError,
+        NotFoundError,
+        RememError,
+        SchemaVersionError,
+        StoreError,
+        ValidationError,
+    )
+    from .memory import AsyncMemory, Memory
+    from .model import AddResult, HistoryEntry, Hit, MemoryItem, Page, Source, Stats
+
+# Loaded on first use, so that a process that needs only a small part (an agent hook,
+# which must start in milliseconds) does not pay for numpy, pydantic and the store.
+_HOMES = {
+    "Config": "config", "RetrievalConfig": "config",
+    "AsyncMemory": "memory", "Memory": "memory",
+    **dict.fromkeys(("AddResult", "HistoryEntry", "Hit", "MemoryItem", "Page", "Source",
+                     "Stats"), "model"),
+    **dict.fromkeys(("ClosedError", "ConfigError", "EmbedderMismatchError", "EmbeddingError",
+                     "NotFoundError", "RememError", "SchemaVersionError", "StoreError",
+                     "ValidationError"), "errors"),
+}
+
+
+def __dir__() -> list[str]:
+    return sorted([*__all__, "__version__"])
+
+
+def __getattr__(name: str) -> Any:
+    home = _HOMES.get(name)
+    if home is None:
+        raise AttributeError(f"module 'remem' has no attribute {name!r}")
+    value = getattr(importlib.import_module(f".{home}", __name__), name)
+    globals()[name] = value
+    return value
+
 
 __version__ = "0.1.0"
 

@@ -14,9 +14,19 @@ def test_all_is_sorted_and_unique() -> None:
 
 
 def test_all_is_exactly_the_public_names() -> None:
-    public = {name for name, value in vars(remem).items()
-              if not name.startswith("_") and not inspect.ismodule(value)}
+    # the names load on first use, so the package says what it offers through dir()
+    public = {name for name in dir(remem) if not name.startswith("_")}
     assert set(remem.__all__) == public
+    assert all(not inspect.ismodule(getattr(remem, name)) for name in public)
+
+
+def test_importing_the_package_loads_nothing_heavy() -> None:
+    import subprocess
+    import sys
+
+    code = "import sys, remem; print(sorted(m for m in ('numpy', 'pydantic', 'sqlite3') if m in sys.modules))"
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+    assert out.stdout.strip() == "[]"
 
 
 def test_every_exported_name_is_importable() -> None:

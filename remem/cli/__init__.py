@@ -1,26 +1,47 @@
 """The ``remem`` command line: thin commands over :class:`remem.Memory`.
 
 ``app`` is the Typer application; ``main()`` runs it (the ``remem`` entry point).
+``remem hook ...`` takes a short path that loads none of it: agent hooks run on every
+tool call and must start in milliseconds (:mod:`remem.daemon.client`).
 """
 
 from __future__ import annotations
 
-from . import (  # noqa: F401  (they register the commands)
-    agents,
-    bench,
-    bench_activation,  # noqa: F401
-    bench_extract,  # noqa: F401
-    commands,
-    demo,
-    memory_agent,
-    serve,
-    transfer,
-)
-from .app import app
+import sys
+from typing import Any
 
 __all__ = ["app", "main"]
 
 
+def _app() -> Any:
+    from . import (  # noqa: F401  (they register the commands)
+        agents,
+        bench,
+        bench_activation,
+        bench_extract,
+        commands,
+        demo,
+        memory_agent,
+        serve,
+        transfer,
+    )
+    from .app import app
+
+    globals()["app"] = app  # the Typer app, not the submodule of the same name
+    return app
+
+
+def __getattr__(name: str) -> Any:
+    if name == "app":
+        return _app()
+    raise AttributeError(f"module 'remem.cli' has no attribute {name!r}")
+
+
 def main() -> None:
     """Run the ``remem`` command line."""
-    app(prog_name="remem")
+    args = sys.argv[1:]
+    if args[:1] == ["hook"] and not {"-h", "--help"} & set(args):
+        from ..daemon.client import main as hook_main
+
+        raise SystemExit(hook_main(args[1:]))
+    _app()(prog_name="remem")

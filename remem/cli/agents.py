@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import os
-import sys
 from enum import Enum
 from pathlib import Path
 from typing import Annotated
@@ -14,10 +13,10 @@ from rich.text import Text
 from ..errors import ConfigError
 from ..integrations.claude_code import Level
 from ..integrations.common import Change
-from .app import DbOpt, OrgOpt, UserOpt, app, boundary, fail
-from .output import err_console, out_console
+from .app import DbOpt, JsonOpt, OrgOpt, UserOpt, app, boundary, fail
+from .output import err_console, out_console, print_json
 
-__all__ = ["hook", "install", "mcp", "uninstall"]
+__all__ = ["daemon", "hook", "install", "mcp", "uninstall"]
 
 
 class Transport(str, Enum):
@@ -190,18 +189,56 @@ def hook(
 ) -> None:
     """Answer an agent hook: read its JSON on stdin, print the answer it expects.
 
-    Never blocks the agent: on any error, bad input or past its deadline (2 s,
-    $REMEM_HOOK_DEADLINE_S) it prints nothing (an empty JSON object for Cursor) and exits 0.
+    Answered by the store's warm daemon (started on demand, stopped when idle;
+    REMEM_DAEMON=0 answers in this process instead). Never blocks the agent: on any
+    error, bad input or past its deadline (2 s, $REMEM_HOOK_DEADLINE_S) it prints nothing
+    (an empty JSON object for Cursor) and exits 0; what it records is kept in the spool.
 
     Example: echo '{"cwd": "."}' | remem hook SessionStart
     """
-    from ..integrations.hooks import deadline_from_env, run_hook
+    from ..daemon.client import main as hook_main
 
-    out, finished = run_hook(event, sys.stdin.buffer, agent_name=agent.value, db=db, user=user,
-                             project=project, deadline_s=deadline_from_env())
-    if out:
-        sys.stdout.write(out + "\n")
-    sys.stdout.flush()
-    sys.stderr.flush()
-    if not finished:
-        os._exit(0)  # the cut-off work must not hold the agent up at exit
+    argv = [event, "--agent", agent.value]
+    for flag, value in (("--db", db), ("--user", user), ("--project", project)):
+        if value is not None:
+            argv += [flag, str(value)]
+    raise typer.Exit(hook_main(argv))
+
+
+class DaemonAction(str, Enum):
+    status = "status"
+    stop = "stop"
+    run = "run"
+
+
+@app.command()
+def daemon(
+    action: Annotated[DaemonAction, typer.Argument(help="status, stop, or run (in the foreground).")]
+    = DaemonAction.status,
+    db: DbOpt = None,
+    as_json: JsonOpt = False,
+) -> None:
+    """Show, stop or run the warm daemon that answers this store's hooks.
+
+    Example: remem daemon status
+    """
+    from ..daemon.client import ask_daemon, endpoint
+
+    ep = endpoint(db)
+    if action is DaemonAction.run:
+        from ..daemon.server import HookDaemon
+
+        raise typer.Exit(HookDaemon(ep).run())
+    answer = ask_daemon(ep, {"op": action.value}, 5.0)
+    if as_json:
+        print_json({"running": answer is not None, "socket": str(ep.socket),
+                    "spool": str(ep.spool), **(answer or {})})
+        return
+    console = out_console()
+    if answer is None:
+        console.print(f"no daemon running for this store (socket {ep.socket})")
+    elif action is DaemonAction.stop:
+        console.print("daemon stopping")
+    else:
+        console.print(f"daemon pid {answer['pid']} serving {answer['store']}; "
+                      f"{answer['spooled']} record(s) waiting in {ep.spool}")

@@ -22,7 +22,7 @@ from typing import Any, Literal
 from ..errors import ConfigError
 from .common import Change, drop_mcp_server, hook_command, is_remem_command, is_remem_server, mcp_server_entry
 from .files import edit_json, undo_json
-from .hooks import CLAUDE_EVENTS
+from .hook_events import CLAUDE_EVENTS
 
 __all__ = ["HOOK_TIMEOUT_S", "Level", "install", "paths", "uninstall"]
 

@@ -45,6 +45,14 @@ from ..config import Config
 from ..memory import Memory
 from .agent import AgentMemory
 from .anchors import relative
+from .hook_events import (
+    CLAUDE_EVENTS,
+    CURSOR_EVENTS,
+    DEADLINE_S,
+    FINAL_EVENTS,
+    READ_EVENTS,
+    deadline_from_env,
+)
 from .redact import redact
 from .scope import resolve_scope
 
@@ -55,25 +63,11 @@ __all__ = [
     "HookInput",
     "answer",
     "deadline_from_env",
+    "record",
+    "reply",
     "run_hook",
 ]
 
-#: Seconds a hook may work before it gives up and answers nothing
-#: (``$REMEM_HOOK_DEADLINE_S`` changes it, from 0.1 to 60).
-DEADLINE_S = 2.0
-#: Claude Code events remem handles, and the tools each one listens to (None: no matcher).
-CLAUDE_EVENTS: dict[str, str | None] = {
-    "SessionStart": None,
-    "UserPromptSubmit": None,
-    "PreToolUse": "Bash",
-    "PostToolUse": "Bash|Edit|MultiEdit|Write",
-    "PostToolUseFailure": "Bash|Edit|MultiEdit|Write",
-    "PreCompact": None,
-    "Stop": None,
-    "SessionEnd": None,
-}
-#: Cursor events remem handles (observe-only).
-CURSOR_EVENTS = ("afterShellExecution", "afterFileEdit", "stop")
 Agent = Literal["claude-code", "cursor"]
 
 _OUTPUT_TAIL = 2000
@@ -152,113 +146,120 @@ def _edited_path(agent: AgentMemory, payload: HookInput) -> str | None:
     return relative(raw, agent.scope.root) if agent.scope.root else raw
 
 
-def _claude(event: str, payload: HookInput, agent: AgentMemory, left: Callable[[], float]
-            ) -> dict[str, Any] | None:
+def _reply_claude(event: str, payload: HookInput, agent: AgentMemory) -> dict[str, Any] | None:
     session = payload.session
     if event == "SessionStart":
         return _context(event, agent.bootstrap(budget_tokens=800, session_id=session, if_empty=None))
     if event == "UserPromptSubmit":
         prompt = (payload.prompt or "").strip()
-        if not prompt:
-            return None
-        found = agent.prompt_context(prompt, session_id=session)  # before this turn is stored
-        agent.say("user", redact(prompt), session_id=session)
-        return _context(event, found)
-    tool = payload.tool_name or ""
-    if event == "PreToolUse":
-        command = (payload.tool_input or {}).get("command")
-        if tool != "Bash" or not isinstance(command, str) or not command.strip():
-            return None
-        check = agent.check_command(command)
-        if check.empty:
-            return None
-        text = agent.render_check(check)
-        first = (check.pitfalls or check.failures)[0]
-        return {"systemMessage": f"remem: known pitfall for `{check.program}`: "
-                                 f"{' '.join(first.text.split())[:200]}",
-                **(_context(event, text) or {})}
-    if event in ("PostToolUse", "PostToolUseFailure"):
-        failed = event == "PostToolUseFailure"
-        if failed and payload.is_interrupt:
-            return None  # the user stopped it; nothing went wrong
-        command = (payload.tool_input or {}).get("command")
-        if tool == "Bash" and isinstance(command, str) and command.strip():
-            if failed:
-                error = payload.error or ""
-                match = _EXIT.search(error)
-                code = int(match.group(1)) if match else 1
-                if match and match.start() == 0:  # "Exit code 127\n<output>": keep the output
-                    error = error[match.end():].lstrip()
-                output = _tail(error)
-            else:
-                output, code = _bash_output(payload.tool_response)
-            agent.capture([{"type": "tool_call", "tool": "Bash", "command": redact(command),
-                            "exit_code": code, "output": output or None}], session_id=session)
-        elif tool in _EDIT_TOOLS and (path := _edited_path(agent, payload)):
-            if failed:
-                agent.capture([{"type": "error", "message": f"{tool} of {path} failed",
-                                "detail": _tail(payload.error or "") or None}], session_id=session)
-            else:
-                agent.capture([{"type": "file_edit", "path": path, "change": tool}],
-                              session_id=session)
-        else:
-            return None
-        agent.settle(max(0.0, left() - 0.3))
+        return _context(event, agent.prompt_context(prompt, session_id=session)) if prompt else None
+    command = (payload.tool_input or {}).get("command")
+    if event != "PreToolUse" or payload.tool_name != "Bash" or not isinstance(command, str) \
+            or not command.strip():
         return None
+    check = agent.check_command(command)
+    if check.empty:
+        return None
+    first = (check.pitfalls or check.failures)[0]
+    return {"systemMessage": f"remem: known pitfall for `{check.program}`: "
+                             f"{' '.join(first.text.split())[:200]}",
+            **(_context(event, agent.render_check(check)) or {})}
+
+
+def _record_claude(event: str, payload: HookInput, agent: AgentMemory) -> bool:
+    session = payload.session
+    if event == "UserPromptSubmit":
+        prompt = (payload.prompt or "").strip()
+        if prompt:
+            agent.say("user", redact(prompt), session_id=session)
+        return bool(prompt)
     if event in ("PreCompact", "Stop", "SessionEnd"):
         last = payload.last_assistant_message
         if event == "Stop" and isinstance(last, str) and last.strip():
             agent.say("assistant", redact(last), session_id=session)
-        agent.settle(max(0.0, left() - 0.3), everything=True)
-        return None
-    return None
+            return True
+        return False
+    if event not in ("PostToolUse", "PostToolUseFailure"):
+        return False
+    failed, tool = event == "PostToolUseFailure", payload.tool_name or ""
+    if failed and payload.is_interrupt:
+        return False  # the user stopped it; nothing went wrong
+    command = (payload.tool_input or {}).get("command")
+    if tool == "Bash" and isinstance(command, str) and command.strip():
+        if failed:
+            error = payload.error or ""
+            match = _EXIT.search(error)
+            code = int(match.group(1)) if match else 1
+            if match and match.start() == 0:  # "Exit code 127\n<output>": keep the output
+                error = error[match.end():].lstrip()
+            output = _tail(error)
+        else:
+            output, code = _bash_output(payload.tool_response)
+        agent.capture([{"type": "tool_call", "tool": "Bash", "command": redact(command),
+                        "exit_code": code, "output": output or None}], session_id=session)
+    elif tool in _EDIT_TOOLS and (path := _edited_path(agent, payload)):
+        if failed:
+            agent.capture([{"type": "error", "message": f"{tool} of {path} failed",
+                            "detail": _tail(payload.error or "") or None}], session_id=session)
+        else:
+            agent.capture([{"type": "file_edit", "path": path, "change": tool}], session_id=session)
+    else:
+        return False
+    return True
 
 
-def _cursor(event: str, payload: HookInput, agent: AgentMemory, left: Callable[[], float]
-            ) -> dict[str, Any]:
+def _record_cursor(event: str, payload: HookInput, agent: AgentMemory) -> bool:
     session = payload.session
     if event == "afterShellExecution" and payload.command and payload.command.strip():
         code = payload.model_extra.get("exit_code") if payload.model_extra else None
         agent.capture([{"type": "tool_call", "tool": "Shell", "command": redact(payload.command),
                         "exit_code": code if isinstance(code, int) else None,
                         "output": _tail(payload.output or "") or None}], session_id=session)
-        agent.settle(max(0.0, left() - 0.3))
-    elif event == "afterFileEdit" and (path := _edited_path(agent, payload)):
+        return True
+    if event == "afterFileEdit" and (path := _edited_path(agent, payload)):
         agent.capture([{"type": "file_edit", "path": path, "change": "edit"}], session_id=session)
-        agent.settle(max(0.0, left() - 0.3))
-    elif event == "stop":
-        agent.settle(max(0.0, left() - 0.3), everything=True)
-    return {}
+        return True
+    return False
+
+
+def reply(event: str, payload: HookInput, agent: AgentMemory, *,
+          agent_name: Agent = "claude-code") -> dict[str, Any] | None:
+    """What a hook event is answered with (None: nothing); reads only."""
+    if agent_name == "cursor":
+        return {}
+    return _reply_claude(event, payload, agent) if event in READ_EVENTS else None
+
+
+def record(event: str, payload: HookInput, agent: AgentMemory, *,
+           agent_name: Agent = "claude-code") -> bool:
+    """Store what a hook event says happened (a prompt, a command and its output, an
+    edit, the agent's last message); True if something was stored."""
+    if agent_name == "cursor":
+        return _record_cursor(event, payload, agent)
+    return _record_claude(event, payload, agent) if event in CLAUDE_EVENTS else False
 
 
 def answer(event: str, payload: HookInput, *, agent_name: Agent = "claude-code",
            db: str | os.PathLike[str] | None = None, user: str | None = None,
            project: str | None = None, left: Callable[[], float] = lambda: DEADLINE_S
            ) -> dict[str, Any] | None:
-    """What to print for one hook event (None: nothing). Raises on any failure."""
-    if agent_name == "claude-code" and event not in CLAUDE_EVENTS:
-        return None
-    if agent_name == "cursor" and event not in CURSOR_EVENTS:
-        return {}
+    """What to print for one hook event (None: nothing), answered in this process: the
+    store opened, read, written and its queued work given what time is left. Raises on
+    any failure."""
+    known = CURSOR_EVENTS if agent_name == "cursor" else CLAUDE_EVENTS
+    if event not in known:
+        return {} if agent_name == "cursor" else None
     scope = resolve_scope(user=user, project=project, cwd=payload.where)
     memory = Memory(Path(db) if db is not None else None, config=Config.from_env())
     try:
         agent = AgentMemory(memory, scope)
-        if agent_name == "cursor":
-            return _cursor(event, payload, agent, left)
-        return _claude(event, payload, agent, left)
+        out = reply(event, payload, agent, agent_name=agent_name)
+        stored = record(event, payload, agent, agent_name=agent_name)
+        if (stored and event not in READ_EVENTS) or event in FINAL_EVENTS:
+            agent.settle(max(0.0, left() - 0.3), everything=event in FINAL_EVENTS)
+        return out
     finally:
         memory.close()
-
-
-def deadline_from_env(environ: dict[str, str] | None = None) -> float:
-    """``$REMEM_HOOK_DEADLINE_S`` when it is a number from 0.1 to 60, else :data:`DEADLINE_S`."""
-    raw = (os.environ if environ is None else environ).get("REMEM_HOOK_DEADLINE_S", "")
-    try:
-        value = float(raw)
-    except ValueError:
-        return DEADLINE_S
-    return value if 0.1 <= value <= 60 else DEADLINE_S
 
 
 def run_hook(event: str, stdin: Any, *, agent_name: Agent = "claude-code",

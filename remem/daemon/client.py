@@ -1,0 +1,231 @@
+"""``remem hook EVENT``, the thin client: the standard library only, answered by a daemon.
+
+An agent runs a hook on every prompt and on every shell command, as a fresh process, so
+a hook that loads numpy, the store and the embedding model costs seconds each time. This
+client loads none of them. It sends the hook's JSON over a Unix socket to the warm
+daemon of its store (:mod:`remem.daemon.server`) and prints the answer.
+
+- **No daemon yet**: the client starts one (one per store and configuration, stopped when
+  idle). What the hook records is written to the daemon's spool first, a folder the
+  daemon drains in order, so nothing is lost while it starts or while another process
+  holds the store; a hook that must answer (session start, a prompt, a command about to
+  run) waits for the new daemon until its deadline.
+- **Fail open**: garbage on stdin, no daemon in time or any error prints nothing (``{}``
+  for Cursor) and exits 0; the agent goes on as if there were no hook.
+- ``REMEM_DAEMON=0`` answers in this process instead (the direct path: slower, no daemon).
+
+The spool and the socket live in private folders (mode 0700): the spool under
+``$REMEM_HOME/spool`` (default ``~/.remem``), the socket under ``$XDG_RUNTIME_DIR/remem``
+(else ``/tmp/remem-UID``). Credentials are masked before anything is spooled.
+"""
+
+from __future__ import annotations
+
+import argparse
+import hashlib
+import json
+import os
+import socket
+import subprocess
+import sys
+import time
+from collections.abc import Mapping
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from ..integrations.hook_events import (
+    CLAUDE_EVENTS,
+    CURSOR_EVENTS,
+    READ_EVENTS,
+    WRITE_EVENTS,
+    deadline_from_env,
+)
+from ..integrations.redact import redact
+
+__all__ = ["Endpoint", "ask_daemon", "endpoint", "main", "run", "spool", "start_daemon"]
+
+@dataclass(frozen=True)
+class Endpoint:
+    """Where the daemon of one store and configuration listens and spools."""
+
+    key: str
+    socket: Path
+    spool: Path
+    lock: Path
+    log: Path
+    db: str | None
+
+
+def _private(folder: Path) -> Path:
+    folder.mkdir(parents=True, exist_ok=True, mode=0o700)
+    return folder
+
+
+def endpoint(db: str | os.PathLike[str] | None = None,
+             environ: Mapping[str, str] | None = None) -> Endpoint:
+    """The daemon endpoint for a store file (None: the default store) under the
+    ``REMEM_*`` settings of ``environ``: the same settings always meet the same daemon."""
+    env = os.environ if environ is None else environ
+    store = str(Path(db).expanduser().resolve()) if db is not None else None
+    settings = sorted((k, v) for k, v in env.items()
+                      if k.startswith("REMEM_") and k not in ("REMEM_HOOK_DEADLINE_S", "REMEM_DAEMON"))
+    from .. import __version__
+
+    key = hashlib.sha256(json.dumps([__version__, store, settings]).encode()).hexdigest()[:16]
+    runtime = env.get("XDG_RUNTIME_DIR")
+    run = Path(runtime) / "remem" if runtime else Path(f"/tmp/remem-{os.getuid()}")
+    home = Path(env.get("REMEM_HOME") or Path(env.get("HOME") or Path.home()) / ".remem")
+    return Endpoint(key=key, socket=run / f"{key}.sock", spool=home / "spool" / key,
+                    lock=run / f"{key}.lock", log=run / f"{key}.log", db=store)
+
+
+def ask_daemon(ep: Endpoint, message: dict[str, Any], timeout: float) -> dict[str, Any] | None:
+    """Send one message to the daemon and return its answer; None when no daemon listens."""
+    with socket.socket(socket.AF_UNIX, socket.SOCK_STREAM) as sock:
+        sock.settimeout(max(0.01, timeout))
+        try:
+            sock.connect(str(ep.socket))
+        except (FileNotFoundError, ConnectionRefusedError):
+            return None
+        sock.sendall(json.dumps(message, ensure_ascii=False).encode() + b"\n")
+        data = b""
+        while not data.endswith(b"\n"):
+            chunk = sock.recv(65536)
+            if not chunk:
+                break
+            data += chunk
+    answer = json.loads(data.decode()) if data.strip() else None
+    return answer if isinstance(answer, dict) else None
+
+
+def _masked(value: Any) -> Any:
+    if isinstance(value, str):
+        return redact(value)
+    if isinstance(value, dict):
+        return {k: _masked(v) for k, v in value.items()}
+    if isinstance(value, list):
+        return [_masked(v) for v in value]
+    return value
+
+
+def spool(ep: Endpoint, message: dict[str, Any]) -> Path:
+    """Write a hook's record to the daemon's spool, durably and atomically, credentials
+    masked; the daemon stores it, in order, when it can."""
+    folder = _private(ep.spool)
+    name = f"{time.time_ns():020d}-{os.getpid()}"
+    tmp = folder / f".{name}.tmp"
+    fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
+    with os.fdopen(fd, "w", encoding="utf-8") as f:
+        json.dump(_masked(message), f, ensure_ascii=False)
+        f.flush()
+        os.fsync(f.fileno())
+    path = folder / f"{name}.json"
+    os.replace(tmp, path)
+    dir_fd = os.open(folder, os.O_RDONLY)
+    try:
+        os.fsync(dir_fd)
+    finally:
+        os.close(dir_fd)
+    return path
+
+
+def start_daemon(ep: Endpoint) -> None:
+    """Start the daemon for this endpoint in the background (a second one started for
+    the same endpoint exits at once)."""
+    _private(ep.socket.parent)
+    argv = [sys.executable, "-m", "remem.daemon", "--key", ep.key]
+    if ep.db is not None:
+        argv += ["--db", ep.db]
+    with open(ep.log, "ab") as log:
+        subprocess.Popen(argv, stdin=subprocess.DEVNULL, stdout=log, stderr=log,
+                         start_new_session=True, close_fds=True)
+
+
+def _parse(argv: list[str]) -> argparse.Namespace:
+    parser = argparse.ArgumentParser(prog="remem hook", add_help=False)
+    parser.add_argument("event")
+    parser.add_argument("--agent", default="claude-code", choices=("claude-code", "cursor"))
+    parser.add_argument("--db")
+    parser.add_argument("--user")
+    parser.add_argument("--project")
+    return parser.parse_args(argv)
+
+
+def _direct(args: argparse.Namespace, raw: bytes, deadline: float) -> int:
+    import io
+
+    from ..integrations.hooks import run_hook
+
+    out, finished = run_hook(args.event, io.BytesIO(raw), agent_name=args.agent, db=args.db,
+                             user=args.user, project=args.project, deadline_s=deadline)
+    _print(out)
+    if not finished:
+        os._exit(0)  # the cut-off work must not hold the agent up at exit
+    return 0
+
+
+def _print(text: str) -> None:
+    if text:
+        sys.stdout.write(text + "\n")
+    sys.stdout.flush()
+
+
+def run(args: argparse.Namespace, raw: bytes, *, deadline: float,
+        environ: Mapping[str, str] | None = None) -> str:
+    """The text to print for one hook: asked of the daemon, which is started when needed."""
+    start = time.monotonic()
+    fallback = "{}" if args.agent == "cursor" else ""
+    known = CURSOR_EVENTS if args.agent == "cursor" else CLAUDE_EVENTS
+    if args.event not in known:
+        return fallback
+    try:
+        payload = json.loads(raw.decode("utf-8", errors="replace"))
+    except ValueError:
+        payload = None
+    if not isinstance(payload, dict):
+        print(f"remem hook {args.event}: expected a JSON object on stdin", file=sys.stderr)
+        return fallback
+    ep = endpoint(args.db, environ)
+    message = {"op": "hook", "event": args.event, "agent": args.agent, "user": args.user,
+               "project": args.project, "cwd": os.getcwd(), "payload": payload, "record": True}
+
+    def left() -> float:
+        return deadline - (time.monotonic() - start)
+
+    answer = ask_daemon(ep, message, left())
+    if answer is None:  # no daemon: keep what happened, start one, wait if an answer is due
+        if args.event in WRITE_EVENTS:
+            spool(ep, message)
+            message["record"] = False
+        start_daemon(ep)
+        if args.event not in READ_EVENTS:
+            return fallback
+        while answer is None and left() > 0.05:
+            time.sleep(0.02)
+            answer = ask_daemon(ep, message, left())
+    if answer is None:
+        print(f"remem hook {args.event}: no daemon answered within {deadline:.1f}s", file=sys.stderr)
+        return fallback
+    if answer.get("error"):
+        print(f"remem hook {args.event}: {answer['error']}", file=sys.stderr)
+    out = answer.get("out")
+    return json.dumps(out, ensure_ascii=False) if out is not None else fallback
+
+
+def main(argv: list[str] | None = None) -> int:
+    """``remem hook EVENT [--agent A] [--db PATH] [--user U] [--project P]``; always 0."""
+    try:
+        args = _parse(sys.argv[1:] if argv is None else argv)
+    except SystemExit:
+        return 0  # a broken command line must not break the agent either
+    deadline = deadline_from_env()
+    raw = sys.stdin.buffer.read()
+    if os.environ.get("REMEM_DAEMON", "1").strip().lower() in ("0", "false", "no", "off"):
+        return _direct(args, raw, deadline)
+    try:
+        _print(run(args, raw, deadline=deadline))
+    except Exception as exc:  # fail open: the agent goes on as if there were no hook
+        print(f"remem hook {args.event}: {type(exc).__name__}: {exc}", file=sys.stderr)
+        _print("{}" if args.agent == "cursor" else "")
+    return 0
