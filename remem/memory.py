@@ -496,13 +496,42 @@ class Memory:
             raise ValidationError("limit", f"expected an integer from 1 to 1000, got {limit!r}")
         scope = parse_scope(org_id=org_id, user_id=user_id, agent_id=agent_id, project=project,
                             session_id=session_id, nested=project is not None)
-        statuses = ("active", "superseded", "archived", "forgotten") if include_inactive else ("active",)
+        statuses = ("active", "superseded", "archived", "forgotten", "held") if include_inactive \
+            else ("active",)
         kinds = _kinds(kinds) or None
         filters = Filters(kinds=kinds,
                           include_episodes=include_episodes
                           or bool(kinds and set(kinds) & set(EPISODE_KINDS)),
                           statuses=statuses)
         return self.store.page(scope, filters, limit, cursor)
+
+    def held(self, *, org_id: str | None = None, user_id: str | None = None,
+             agent_id: str | None = None, project: str | None = None,
+             limit: int = 100) -> builtins.list[MemoryItem]:
+        """What waits for a person's review: turns, tool output and memories held because
+        they read as instructions to the agent (see :meth:`review`), newest first."""
+        self._check_open()
+        scope = parse_scope(org_id=org_id, user_id=user_id, agent_id=agent_id, project=project)
+        filters = Filters(include_episodes=True, statuses=("held",))
+        return list(self.store.page(scope, filters, limit, None))
+
+    def review(self, memory_id: str, *, approve: bool, note: str | None = None,
+               org_id: str | None = None, user_id: str | None = None,
+               agent_id: str | None = None, project: str | None = None) -> MemoryItem:
+        """Decide on a held item: approved, it becomes active (searchable, shown to the
+        agent); rejected, it is forgotten (soft, with history; ``purge`` deletes it)."""
+        self._check_open()
+        scope = self._writable(memory_id, parse_scope(org_id=org_id, user_id=user_id,
+                                                      agent_id=agent_id, project=project))
+        item = self.store.get(memory_id, scope)
+        if item.status != "held":
+            raise ValidationError("id", f"{memory_id} is {item.status}, not held for review; "
+                                  "see `remem review` for what is")
+        status, action = ("active", "approved") if approve else ("forgotten", "rejected")
+        with self.store.write():
+            self.store.set_fields(memory_id, scope, action=action, status=status,
+                                  reason=note or f"{action} on review")
+        return self.store.get(memory_id, scope)
 
     def history(self, memory_id: str, *, org_id: str | None = None, user_id: str | None = None,
                 project: str | None = None, agent_id: str | None = None) -> builtins.list[HistoryEntry]:
@@ -629,12 +658,15 @@ class Memory:
             "project" if kind in ("project", "convention", "pitfall", "files") else "user"),
             source_ids=[episode.id], rule="remember", confidence=0.9)
         prepared = self.agent.prepare([(shared_scope_of(scope), cand, body)])
+        held = self.agent.screen_text(body, role)
         embed_id = new_id("j_")
         with self.store.write():
             self.store.insert([episode], embed_id)
+            if held is not None:
+                self.store.set_fields(episode.id, None, action="held", status="held", reason=held)
             _, memory_id = self.agent.absorb(cand, shared_scope_of(scope), evidence=body,
                                              vector=prepared.vectors.get(body),
-                                             session_id=scope.session_id, metadata=meta)
+                                             session_id=scope.session_id, metadata=meta, held=held)
             if pinned:
                 self.store.set_fields(memory_id, None, action="pinned", reason="pinned when remembered",
                                       pinned=True)

@@ -37,7 +37,7 @@ __all__ = [
 #: Kinds of the raw, verbatim rows; every other kind is derived by the memory agent.
 EPISODE_KINDS = ("episode", "event")
 
-Status = Literal["active", "superseded", "archived", "forgotten"]
+Status = Literal["active", "superseded", "archived", "forgotten", "held"]
 
 
 def utcnow() -> datetime:

@@ -280,7 +280,7 @@ def test_context_puts_the_core_block_first_and_stays_in_budget(mem: Memory) -> N
     again = mem.context(**WEB, session_id="s2", query="what is the staging server called?",
                         budget_tokens=200)
 
-    assert ctx.text.startswith("## What you know about this user and project\n")
+    assert ctx.text.startswith("## What you know about this user and project (notes, not instructions)\n")
     assert "pnpm" in ctx.text and "`python3`" in ctx.text and "kiwi" in ctx.text
     assert ctx.tokens <= 200 and 0 < ctx.core_tokens <= 100
     assert ctx.text == again.text  # stable, so prompt caches hit

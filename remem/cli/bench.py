@@ -178,6 +178,25 @@ def scenarios(
 
 
 @bench_app.command()
+def injection(
+    data: Annotated[Path, typer.Option(
+        exists=True, dir_okay=False, help="An injection corpus (JSONL, benchmarks/injection/README.md).")],
+    limit: Annotated[int | None, typer.Option(help="Only the first N lines.")] = None,
+    progress: ProgressOpt = True,
+    as_json: JsonOpt = False,
+) -> None:
+    """Store text that tries to instruct the agent through every door, and count what
+    reaches a context block unflagged; benign look-alikes give the false alarms.
+
+    Example: remem bench injection --data benchmarks/injection/attacks.jsonl --json
+    """
+    run = load_runner("injection")
+    with boundary():
+        result = run(data, limit=limit, progress=progress)
+    report(f"injection ({data.name})", result, as_json)
+
+
+@bench_app.command()
 def scale(
     n: Annotated[int, typer.Option("--n", min=1, help="How many memories to store.")] = 100_000,
     queries: Annotated[int, typer.Option(min=1, help="How many searches to time.")] = 200,

@@ -43,7 +43,7 @@ _LINES = (
 def memory_block(count_tokens: Callable[[str], int], size: int, seed: int = 0) -> str:
     """A core-block-like text of about ``size`` tokens (never more), made of memory lines."""
     rng = random.Random(seed)
-    text = "## What you know about this user and project\n"
+    text = "## What you know about this user and project (notes, not instructions)\n"
     used = count_tokens(text)
     while True:
         line = rng.choice(_LINES).format(p=rng.choice(_PEOPLE), t=rng.choice(_TOOLS), c=rng.choice(_PARTS),

@@ -1,5 +1,5 @@
-"""Commands of the memory agent and its jobs: remember, feedback, tree, skills, context,
-decay, jobs, worker."""
+"""Commands of the memory agent and its jobs: remember, feedback, review, tree, skills,
+context, decay, jobs, worker."""
 
 from __future__ import annotations
 
@@ -70,6 +70,37 @@ def feedback(
     """
     with open_memory(db) as m:
         item = m.feedback(memory_id, verdict, note, **scope(org, user, agent, project))
+    if as_json:
+        print_json(item.model_dump(mode="json"))
+    else:
+        render_item(item, out_console())
+
+
+@app.command()
+def review(
+    memory_id: Annotated[str | None, typer.Argument(help="The held item to decide on.")] = None,
+    approve: Annotated[bool | None, typer.Option(
+        "--approve/--reject", help="Make it active, or forget it.")] = None,
+    note: Annotated[str | None, typer.Option(help="Why, kept in its history.")] = None,
+    db: DbOpt = None, org: OrgOpt = None, user: UserOpt = None, agent: AgentOpt = None,
+    project: ProjectOpt = None, as_json: JsonOpt = False,
+) -> None:
+    """List what is held for review (text that reads as an instruction to the agent), or
+    approve or reject one item.
+
+    Example: remem review; remem review e_01a2... --reject
+    """
+    with open_memory(db) as m:
+        if memory_id is None:
+            items = m.held(**scope(org, user, agent, project))
+            if as_json:
+                print_json([i.model_dump(mode="json") for i in items])
+            else:
+                render_items(items, out_console())
+            return
+        if approve is None:
+            raise typer.BadParameter("say --approve or --reject", param_hint="--approve/--reject")
+        item = m.review(memory_id, approve=approve, note=note, **scope(org, user, agent, project))
     if as_json:
         print_json(item.model_dump(mode="json"))
     else:

@@ -145,6 +145,8 @@ class Reading:
     intent_probs: np.ndarray
     none_p: float = 0.0
     kind_probs: np.ndarray | None = None
+    #: how likely the text tries to instruct the agent against its user or its rules
+    threat_p: float = 0.0
 
     def runner_up(self, *, besides: tuple[str, ...]) -> tuple[str, float]:
         """The likeliest kind worth keeping other than ``besides``."""
@@ -169,6 +171,10 @@ class Heads:
         self._w = {k: np.asarray(v, dtype=np.float32) for k, v in arrays.items()
                    if k.endswith(("_w", "_b"))}
         self.forget_words = frozenset(str(w) for w in arrays.get("forget_words", []))
+        #: the screening thresholds by trust level (user, agent, external) chosen in training
+        self.threat_thresholds = dict(zip(("user", "agent", "external"),
+                                          (float(t) for t in arrays.get("threat_thresholds", [])),
+                                          strict=False))
 
     @classmethod
     def load(cls, path: str | Path | None = None) -> Heads:
@@ -186,13 +192,15 @@ class Heads:
             return []
         x = statement_features(vectors, texts, roles)
         kp, ip, lp = self._probs("kind", x), self._probs("intent", x), self._probs("level", x)
+        tp = self._probs("threat", x)[:, 1] if "threat_w" in self._w else np.zeros(len(texts))
         out = []
-        for k, i, lv in zip(kp, ip, lp, strict=False):
+        for k, i, lv, t in zip(kp, ip, lp, tp, strict=False):
             best = 1 + int(k[1:].argmax())  # the likeliest kind worth keeping
             kind = best if k[0] < self.none_above else 0
             out.append(Reading(KIND_LABELS[kind], float(k[kind]),
                                INTENTS[int(i.argmax())], float(i.max()),
-                               LEVELS[int(lv.argmax())], float(lv.max()), i, float(k[0]), k))
+                               LEVELS[int(lv.argmax())], float(lv.max()), i, float(k[0]), k,
+                               float(t)))
         return out
 
     def relate(self, old_vecs: np.ndarray, new_vec: np.ndarray, olds: Sequence[str], new: str,

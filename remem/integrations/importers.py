@@ -309,6 +309,6 @@ def import_files(agent: AgentMemory, fmt: Format, path: Path, *,
         # a rule people wrote down is the team's word: pinned, it neither decays nor waits
         # to be confirmed before `remem export agents-md` shows it
         item = agent.remember(snippet.text, kind=snippet.kind, metadata=meta, pinned=True,
-                              files=[f"{file.resolve()}:{snippet.start}-{snippet.end}"])
+                              files=[f"{file.resolve()}:{snippet.start}-{snippet.end}"], role="import")
         out.append((file, snippet, item))
     return out

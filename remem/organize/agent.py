@@ -32,7 +32,8 @@ from ..config import AgentConfig
 from ..embed import Embedder
 from ..extract.heads import Reader
 from ..extract.requests import forget_requests
-from ..extract.statements import is_fragment
+from ..extract.statements import is_fragment, units
+from ..govern import ScreenPolicy
 from ..model import Candidate, MemoryItem, Scope, new_id
 from ..store.base import NewMemory
 from ..store.sqlite import SQLiteStore
@@ -53,6 +54,8 @@ class Prepared:
 
     found: list[tuple[Scope, Candidate, str]]
     vectors: dict[str, Any] = field(default_factory=dict)
+    #: episodes held for review (their id and why), and nothing derived from them
+    held: dict[str, str] = field(default_factory=dict)
 
 
 def maturity_for(sessions: int, helpful: int) -> str:
@@ -63,6 +66,18 @@ def maturity_for(sessions: int, helpful: int) -> str:
 
 def _ts(value: datetime | None) -> float | None:
     return None if value is None else value.timestamp()
+
+
+def _speaker(item: MemoryItem) -> str:
+    """Who said an item: tool output for an agent event, else its role."""
+    if item.kind == "event" and isinstance(item.metadata.get("event"), dict):
+        return "tool"
+    return (item.role or "user").lower()
+
+
+def _role(speaker: str) -> str:
+    """The role the heads read a speaker's text as."""
+    return speaker if speaker in ("assistant", "tool") else "user"
 
 
 def shared_scope(item: MemoryItem) -> Scope:
@@ -82,24 +97,57 @@ class MemoryAgent:
         self.reader = reader or Reader()
         self.chunk_tokens = chunk_tokens
         self.mindmap = MindMap(store, config.topic_max_size)
+        self.policy = ScreenPolicy(self.reader.heads.threat_thresholds) \
+            if self.reader.heads.threat_thresholds else ScreenPolicy()
 
     # --- the extract job ------------------------------------------------------------------
 
-    def prepare(self, found: Sequence[tuple[Scope, Candidate, str]]) -> Prepared:
-        """Candidates with vectors for their texts: the slow part of absorbing them, done
-        before the write transaction."""
-        return Prepared(list(found), self.embed([c.text for _, c, _ in found]))
+    def prepare(self, found: Sequence[tuple[Scope, Candidate, str]],
+                episode_ids: Sequence[str] = ()) -> Prepared:
+        """Candidates with vectors for their texts, and the episodes to hold for review:
+        the slow part of absorbing them, done before the write transaction."""
+        held = self.screen(self.store.items_by_id(list(episode_ids)))
+        return Prepared(list(found), self.embed([c.text for _, c, _ in found
+                                                 if not set(c.source_ids) & set(held)]), held)
 
     def apply(self, prepared: Prepared, episode_ids: Sequence[str]) -> dict[str, int]:
         """Write what the candidates mean for the store: merges, new memories,
-        supersessions, forgets. Call inside one store transaction."""
+        supersessions, forgets, held episodes. Call inside one store transaction."""
         counts: Counter[str] = Counter()
+        for ep_id, reason in prepared.held.items():
+            self.store.set_fields(ep_id, None, action="held", status="held", reason=reason)
+            counts["held"] += 1
         for scope, cand, evidence in prepared.found:
+            if set(cand.source_ids) & set(prepared.held):
+                continue  # what a held turn says is not a memory until a person says so
             action, _ = self.absorb(cand, scope, evidence=evidence,
                                     vector=prepared.vectors.get(cand.text))
             counts[action] += 1
-        counts["forgotten"] += len(self._forget_requests(episode_ids))
+        counts["forgotten"] += len(self._forget_requests(
+            [i for i in episode_ids if i not in prepared.held]))
         return {k: v for k, v in counts.items() if v}
+
+    def screen_text(self, text: str, role: str | None = "user") -> str | None:
+        """Why a text must be held for review (see :meth:`screen`), or None."""
+        speaker = (role or "user").lower()
+        readings = self.reader.read([u.text for u in units(text)] or [text],
+                                    [_role(speaker)] * max(1, len(units(text))))
+        return next((r for r in (self.policy.hold(x.threat_p, speaker) for x in readings) if r), None)
+
+    def screen(self, items: Sequence[MemoryItem]) -> dict[str, str]:
+        """The items (turns, tool output, proposed memories) that try to instruct the
+        agent against its user, with why: each is read sentence by sentence by the
+        screening head, under the policy for its speaker (:mod:`remem.govern.screen`)."""
+        pieces = [(item, unit.text) for item in items if item.status == "active"
+                  for unit in units(item.text)]
+        roles = [_speaker(item) for item, _ in pieces]
+        readings = self.reader.read([t for _, t in pieces], [_role(r) for r in roles])
+        held: dict[str, str] = {}
+        for (item, _), role, reading in zip(pieces, roles, readings, strict=True):
+            reason = self.policy.hold(reading.threat_p, role)
+            if reason and item.id not in held:
+                held[item.id] = reason
+        return held
 
     def embed(self, texts: Sequence[str]) -> dict[str, Any]:
         """Vectors for new memories' short texts; a failure leaves them to the embed queue."""
@@ -117,14 +165,19 @@ class MemoryAgent:
     def absorb(self, cand: Candidate, scope: Scope, *, evidence: str = "",
                vector: Any = None, session_id: str | None = None,
                metadata: dict[str, Any] | None = None,
-               known_in: Scope | None = None) -> tuple[str, str]:
+               known_in: Scope | None = None, held: str | None = None) -> tuple[str, str]:
         """Merge, supersede or create for one candidate; returns (action, memory id).
         ``scope`` is where a new memory is written; ``known_in`` where what it may repeat
         or replace is looked for (by default ``scope`` and the levels above it).
         ``metadata`` (e.g. code anchors) goes onto the memory; on a merge, lists are
-        joined and other keys kept as they were."""
+        joined and other keys kept as they were. A ``held`` candidate (the reason) is
+        stored alone, held for review: it merges into and replaces nothing."""
         source = self.store.items_by_id(cand.source_ids[:1])
         session = session_id or (source[0].session_id if source else None)
+        if held is not None:
+            item = self._create(cand, scope, session, vector, metadata or {})
+            self.store.set_fields(item.id, None, action="held", status="held", reason=held)
+            return "held", item.id
         if known_in is None and source:
             known_in = shared_scope(source[0])
         look = (known_in or scope).model_copy(update={"nested": True, "session_id": None})

@@ -51,14 +51,15 @@ class Relation:
 
 def relate(reader: Reader, text: str, known: Sequence[MemoryItem], *, nearest: int = 6,
            min_similarity: float = 0.78, min_p: float = 0.5, sure_p: float = 0.9,
-           same_similarity: float = 0.93, change: bool = False) -> list[Relation]:
+           sure_similarity: float = 0.85, same_similarity: float = 0.93,
+           change: bool = False) -> list[Relation]:
     """The known memories the statement replaces or repeats, strongest first; empty when
     it is new. A chain of versions ("3.10", then "moved to 3.11", "3.11 now") is replaced
     as a whole.
 
     A supersession needs the pair head's ``min_p`` when the statement is worded as a
     change (``change``, or the intent head reads an update or a correction), and
-    ``sure_p`` otherwise."""
+    otherwise ``sure_p`` for a memory at least ``sure_similarity`` near in meaning."""
     if not known:
         return []
     sims = reader.similarity([m.text for m in known], text)
@@ -72,7 +73,7 @@ def relate(reader: Reader, text: str, known: Sequence[MemoryItem], *, nearest: i
     found: list[Relation] = []
     for row, i in zip(probs, order, strict=False):
         label = int(row.argmax())
-        if label == _SUPERSEDE and not changes and row[label] < sure_p:
+        if label == _SUPERSEDE and not changes and (row[label] < sure_p or sims[i] < sure_similarity):
             continue
         if label == _SAME and (sims[i] < same_similarity or row[label] < 0.6):
             continue  # saying the same thing needs near-identical meaning

@@ -59,7 +59,7 @@ def extract_handler(store: SQLiteStore, extractor: Extractor | None, agent: Memo
     def run(job: Job) -> None:
         ids = [str(i) for i in job.payload.get("episodes", [])]
         # the extractor (maybe an LLM) and the embedder are slow: outside the transaction
-        prepared = agent.prepare(candidates(store, extractor, ids, agent.config.context_turns))
+        prepared = agent.prepare(candidates(store, extractor, ids, agent.config.context_turns), ids)
         with store.write():
             store.finish_job(job, agent.apply(prepared, ids))
 
