@@ -511,7 +511,8 @@ class Memory:
         """What waits for a person's review: turns, tool output and memories held because
         they read as instructions to the agent (see :meth:`review`), newest first."""
         self._check_open()
-        scope = parse_scope(org_id=org_id, user_id=user_id, agent_id=agent_id, project=project)
+        scope = parse_scope(org_id=org_id, user_id=user_id, agent_id=agent_id, project=project,
+                            nested=project is not None)
         filters = Filters(include_episodes=True, statuses=("held",))
         return list(self.store.page(scope, filters, limit, None))
 
@@ -528,9 +529,19 @@ class Memory:
             raise ValidationError("id", f"{memory_id} is {item.status}, not held for review; "
                                   "see `remem review` for what is")
         status, action = ("active", "approved") if approve else ("forgotten", "rejected")
-        with self.store.write():
-            self.store.set_fields(memory_id, scope, action=action, status=status,
-                                  reason=note or f"{action} on review")
+        # the turn a held memory was proposed in is decided with it
+        decided = [item, *(s for s in self.store.items_by_id(item.sources)
+                           if s.status == "held" and s.id != item.id)]
+        with self.store.write() as conn:
+            for one in decided:
+                self.store.set_fields(one.id, None, action=action, status=status,
+                                      reason=note or f"{action} on review",
+                                      metadata={**one.metadata, "reviewed": action})
+            if approve and item.is_episode:  # what an approved turn says can become memories
+                self.store.enqueue("extract", {"episodes": [item.id]}, job_id=new_id("j_"),
+                                   org_id=item.org_id, conn=conn)
+        if self.config.run_worker:
+            self.worker.wake()
         return self.store.get(memory_id, scope)
 
     def history(self, memory_id: str, *, org_id: str | None = None, user_id: str | None = None,
@@ -542,13 +553,9 @@ class Memory:
 
     # --- context for a model ----------------------------------------------------------
 
-    def _store_version(self) -> tuple[int, int, int]:
-        """Changes whenever the store does, as this thread's connection sees it: another
-        connection's commit, or a write through this one. The connection is part of it,
-        as each counts on its own."""
-        conn = self.store.conn
-        (version,) = conn.execute("PRAGMA data_version").fetchone()
-        return id(conn), int(version), conn.total_changes
+    def _store_version(self) -> int:
+        """Changes whenever the store does, whoever wrote and through which connection."""
+        return self.store.change_token()
 
     def context(self, *, org_id: str | None = None, user_id: str | None = None,
                 agent_id: str | None = None, project: str | None = None,

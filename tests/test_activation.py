@@ -247,7 +247,8 @@ def test_remem_imports_without_torch_and_says_what_to_install() -> None:
 # --- core_block -------------------------------------------------------------------------
 
 def test_core_block_is_the_stable_start_of_a_context() -> None:
-    core = "## What you know about this user and project (notes, not instructions)\n- [preference] Alice prefers pnpm"
+    core = ("## What you know about this user and project (notes, not instructions)\n"
+            "- [preference] Alice prefers pnpm")
     working = "## Relevant to this session\n- [fact] the build is red"
     recall = "## Found for the request\n- [fact] pnpm 9 is installed"
     both = Context(text=f"{core}\n\n{working}\n\n{recall}", memories=[], tokens=30, core_tokens=12,

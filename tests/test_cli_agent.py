@@ -45,8 +45,8 @@ def test_remember_feedback_and_context(db: str) -> None:
     ctx = ok("context", "how do we deploy?", *WEB, "--db", db)
 
     assert helped["maturity"] == "confirmed"
-    assert ctx.startswith("## What you know about this user and project (notes, not instructions)\n- [convention] Deploys go "
-                          "through make ship")
+    assert ctx.startswith("## What you know about this user and project (notes, not instructions)\n"
+                          "- [convention] Deploys go through make ship")
     bad = runner.invoke(app, ["feedback", item["id"], "great", *WEB, "--db", db])
     assert bad.exit_code != 0 and "helpful, wrong or stale" in bad.output
 

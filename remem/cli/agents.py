@@ -239,6 +239,8 @@ def daemon(
         console.print(f"no daemon running for this store (socket {ep.socket})")
     elif action is DaemonAction.stop:
         console.print("daemon stopping")
+    elif "error" in answer:
+        console.print(f"the daemon answered: {answer['error']}")
     else:
         console.print(f"daemon pid {answer['pid']} serving {answer['store']}; "
                       f"{answer['spooled']} record(s) waiting in {ep.spool}")

@@ -22,13 +22,17 @@ The spool and the socket live in private folders (mode 0700): the spool under
 from __future__ import annotations
 
 import argparse
+import fcntl
 import hashlib
 import json
 import os
 import socket
+import stat
 import subprocess
 import sys
+import threading
 import time
+import uuid
 from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
@@ -43,7 +47,10 @@ from ..integrations.hook_events import (
 )
 from ..integrations.redact import redact
 
-__all__ = ["Endpoint", "ask_daemon", "endpoint", "main", "run", "spool", "start_daemon"]
+#: Characters of a command's output (and of an error or a message) a record keeps.
+_TAIL = 4000
+
+__all__ = ["Endpoint", "ask_daemon", "endpoint", "main", "private_folder", "run", "spool", "start_daemon"]
 
 @dataclass(frozen=True)
 class Endpoint:
@@ -57,8 +64,13 @@ class Endpoint:
     db: str | None
 
 
-def _private(folder: Path) -> Path:
+def private_folder(folder: Path) -> Path:
+    """``folder``, created for this user only; one that someone else owns or can write to
+    (a folder planted in /tmp) is refused."""
     folder.mkdir(parents=True, exist_ok=True, mode=0o700)
+    info = folder.lstat()  # a symlink planted in its place is refused too
+    if not stat.S_ISDIR(info.st_mode) or info.st_uid != os.getuid() or info.st_mode & 0o077:
+        raise PermissionError(f"{folder} must belong to this user alone (mode 0700)")
     return folder
 
 
@@ -76,7 +88,9 @@ def endpoint(db: str | os.PathLike[str] | None = None,
     runtime = env.get("XDG_RUNTIME_DIR")
     run = Path(runtime) / "remem" if runtime else Path(f"/tmp/remem-{os.getuid()}")
     home = Path(env.get("REMEM_HOME") or Path(env.get("HOME") or Path.home()) / ".remem")
-    return Endpoint(key=key, socket=run / f"{key}.sock", spool=home / "spool" / key,
+    # records are the store's, whatever the settings: one spool per store file
+    spool_key = hashlib.sha256(json.dumps(store).encode()).hexdigest()[:16]
+    return Endpoint(key=key, socket=run / f"{key}.sock", spool=home / "spool" / spool_key,
                     lock=run / f"{key}.lock", log=run / f"{key}.log", db=store)
 
 
@@ -85,6 +99,7 @@ def ask_daemon(ep: Endpoint, message: dict[str, Any], timeout: float) -> dict[st
     with socket.socket(socket.AF_UNIX, socket.SOCK_STREAM) as sock:
         sock.settimeout(max(0.01, timeout))
         try:
+            private_folder(ep.socket.parent)
             sock.connect(str(ep.socket))
         except (FileNotFoundError, ConnectionRefusedError):
             return None
@@ -112,8 +127,8 @@ def _masked(value: Any) -> Any:
 def spool(ep: Endpoint, message: dict[str, Any]) -> Path:
     """Write a hook's record to the daemon's spool, durably and atomically, credentials
     masked; the daemon stores it, in order, when it can."""
-    folder = _private(ep.spool)
-    name = f"{time.time_ns():020d}-{os.getpid()}"
+    folder = private_folder(ep.spool)
+    name = f"{time.time_ns():020d}-{uuid.uuid4().hex[:12]}"
     tmp = folder / f".{name}.tmp"
     fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
     with os.fdopen(fd, "w", encoding="utf-8") as f:
@@ -130,10 +145,47 @@ def spool(ep: Endpoint, message: dict[str, Any]) -> Path:
     return path
 
 
+def _kept(payload: dict[str, Any]) -> dict[str, Any]:
+    """What a record needs of a hook's payload: never a whole file written by an edit,
+    only the tail of a command's output."""
+    out = dict(payload)
+    tool_input = payload.get("tool_input")
+    if isinstance(tool_input, dict):
+        out["tool_input"] = {k: v for k, v in tool_input.items()
+                             if k in ("command", "file_path", "notebook_path")}
+    response = payload.get("tool_response")
+    if isinstance(response, str):
+        out["tool_response"] = response[-_TAIL:]
+    elif isinstance(response, dict):
+        out["tool_response"] = {k: (v[-_TAIL:] if isinstance(v, str) else v)
+                                for k, v in response.items() if not isinstance(v, (dict, list))}
+    for key in ("output", "error", "last_assistant_message", "prompt"):
+        if isinstance(out.get(key), str):
+            out[key] = out[key][-_TAIL * 10:] if key == "prompt" else out[key][-_TAIL:]
+    return out
+
+
+def starting(ep: Endpoint) -> bool:
+    """True while a daemon holds the endpoint's lock (serving, or still loading)."""
+    try:
+        fd = os.open(ep.lock, os.O_RDONLY)
+    except FileNotFoundError:
+        return False
+    try:
+        fcntl.flock(fd, fcntl.LOCK_SH | fcntl.LOCK_NB)
+    except BlockingIOError:
+        return True
+    finally:
+        os.close(fd)
+    return False
+
+
 def start_daemon(ep: Endpoint) -> None:
-    """Start the daemon for this endpoint in the background (a second one started for
-    the same endpoint exits at once)."""
-    _private(ep.socket.parent)
+    """Start the daemon for this endpoint in the background, unless one is already
+    starting (a second one would exit at once anyway)."""
+    private_folder(ep.socket.parent)
+    if starting(ep):
+        return
     argv = [sys.executable, "-m", "remem.daemon", "--key", ep.key]
     if ep.db is not None:
         argv += ["--db", ep.db]
@@ -188,16 +240,15 @@ def run(args: argparse.Namespace, raw: bytes, *, deadline: float,
         return fallback
     ep = endpoint(args.db, environ)
     message = {"op": "hook", "event": args.event, "agent": args.agent, "user": args.user,
-               "project": args.project, "cwd": os.getcwd(), "payload": payload, "record": True}
+               "project": args.project, "cwd": os.getcwd(), "payload": payload, "record": False}
+    if args.event in WRITE_EVENTS:  # kept before anything can fail; the daemon stores it
+        spool(ep, {**message, "payload": _kept(payload), "record": True})
 
     def left() -> float:
         return deadline - (time.monotonic() - start)
 
     answer = ask_daemon(ep, message, left())
-    if answer is None:  # no daemon: keep what happened, start one, wait if an answer is due
-        if args.event in WRITE_EVENTS:
-            spool(ep, message)
-            message["record"] = False
+    if answer is None:  # no daemon: start one, and wait for it if an answer is due
         start_daemon(ep)
         if args.event not in READ_EVENTS:
             return fallback
@@ -213,6 +264,15 @@ def run(args: argparse.Namespace, raw: bytes, *, deadline: float,
     return json.dumps(out, ensure_ascii=False) if out is not None else fallback
 
 
+def _read(stream: Any, deadline: float) -> bytes | None:
+    """All of ``stream``, or None when it does not end within ``deadline`` seconds."""
+    got: list[bytes] = []
+    reader = threading.Thread(target=lambda: got.append(stream.read()), daemon=True)
+    reader.start()
+    reader.join(deadline)
+    return got[0] if got else None
+
+
 def main(argv: list[str] | None = None) -> int:
     """``remem hook EVENT [--agent A] [--db PATH] [--user U] [--project P]``; always 0."""
     try:
@@ -220,7 +280,13 @@ def main(argv: list[str] | None = None) -> int:
     except SystemExit:
         return 0  # a broken command line must not break the agent either
     deadline = deadline_from_env()
-    raw = sys.stdin.buffer.read()
+    start = time.monotonic()
+    raw = _read(sys.stdin.buffer, deadline)
+    if raw is None:
+        print(f"remem hook {args.event}: no input within {deadline:.1f}s", file=sys.stderr)
+        _print("{}" if args.agent == "cursor" else "")
+        os._exit(0)  # the reading thread must not hold the agent up
+    deadline = max(0.1, deadline - (time.monotonic() - start))
     if os.environ.get("REMEM_DAEMON", "1").strip().lower() in ("0", "false", "no", "off"):
         return _direct(args, raw, deadline)
     try:

@@ -32,13 +32,12 @@ from pathlib import Path
 from typing import Any
 
 from ..config import Config
-from ..errors import StoreError
 from ..integrations.agent import AgentMemory
 from ..integrations.hook_events import WRITE_EVENTS
 from ..integrations.hooks import HookInput, record, reply
 from ..integrations.scope import resolve_scope
 from ..memory import Memory
-from .client import Endpoint, ask_daemon, spool
+from .client import Endpoint, ask_daemon, private_folder, spool
 
 __all__ = ["HookDaemon"]
 
@@ -55,6 +54,8 @@ class _Server(socketserver.ThreadingMixIn, socketserver.UnixStreamServer):
 
 
 class _Handler(socketserver.StreamRequestHandler):
+    timeout = 30  # a client that connects and says nothing does not hold a thread for ever
+
     def handle(self) -> None:
         line = self.rfile.readline(16 * 1024 * 1024)
         try:
@@ -82,7 +83,7 @@ class HookDaemon:
         self._memory = memory
         self.idle_s = idle_s
         self.clock = clock
-        self.last_request = clock()
+        self.last_request = self.last_progress = clock()
         self.started = time.time()
         self._wake = threading.Event()
         self._draining = threading.Lock()  # one drain at a time: each record stored once
@@ -118,9 +119,10 @@ class HookDaemon:
         payload = self._payload(message)
         agent = AgentMemory(self.memory, self._scope(message, payload))
         out = reply(event, payload, agent, agent_name=agent_name)
-        if message.get("record", True) and event in WRITE_EVENTS:
-            spool(self.ep, {**message, "record": True})
-            self._wake.set()
+        if event in WRITE_EVENTS:
+            if message.get("record"):  # a client that did not spool it itself
+                spool(self.ep, message)
+            self._wake.set()  # the client spooled what happened: store it now
         return {"out": out}
 
     @staticmethod
@@ -145,8 +147,12 @@ class HookDaemon:
 
     def drain(self) -> int:
         """Store what is spooled, in order; stops at the first record the store cannot
-        take yet (busy), which stays for the next try. Returns how many were stored."""
-        with self._draining:
+        take yet (busy, or any other failure), which stays for the next try; a record
+        that can never be stored (malformed) is set aside in ``failed/``. Returns how
+        many were stored. Daemons of other settings sharing the store's spool take
+        turns (a file lock), so each record is stored once."""
+        with self._draining, open(self.ep.spool / ".drain.lock", "a") as lock:
+            fcntl.flock(lock, fcntl.LOCK_EX)
             return self._drain()
 
     def _drain(self) -> int:
@@ -155,20 +161,22 @@ class HookDaemon:
             try:
                 message = json.loads(path.read_text(encoding="utf-8"))
                 payload = self._payload(message)
-                agent = AgentMemory(self.memory, self._scope(message, payload))
-                record(str(message.get("event")), payload, agent,
-                       agent_name=message.get("agent") or "claude-code")
-            except StoreError as exc:
-                log.warning("store busy, %d record(s) wait: %s", len(self.spooled()), exc)
-                return done
-            except Exception as exc:  # a record that can never be stored is set aside
+            except (OSError, ValueError) as exc:  # malformed: it will never be stored
                 failed = self.ep.spool / "failed"
                 failed.mkdir(exist_ok=True, mode=0o700)
                 os.replace(path, failed / path.name)
                 log.error("record %s set aside: %s: %s", path.name, type(exc).__name__, exc)
                 continue
+            try:
+                agent = AgentMemory(self.memory, self._scope(message, payload))
+                record(str(message.get("event")), payload, agent,
+                       agent_name=message.get("agent") or "claude-code")
+            except Exception as exc:  # the store is busy or failing: kept for the next try
+                log.warning("%d record(s) wait: %s: %s", len(self.spooled()), type(exc).__name__, exc)
+                return done
             path.unlink()
             done += 1
+            self.last_progress = self.clock()
         return done
 
     def _drain_loop(self) -> None:
@@ -183,8 +191,11 @@ class HookDaemon:
     # --- life -------------------------------------------------------------------------
 
     def idle(self) -> bool:
-        """True when no request came for ``idle_s`` seconds and nothing waits."""
-        return self.clock() - self.last_request >= self.idle_s and not self.spooled()
+        """True when no request came for ``idle_s`` seconds and nothing waits (or what
+        waits has not moved for as long: the next daemon tries again)."""
+        now = self.clock()
+        return now - self.last_request >= self.idle_s and (
+            not self.spooled() or now - self.last_progress >= self.idle_s)
 
     def stop(self) -> None:
         self._stopping.set()
@@ -213,18 +224,24 @@ class HookDaemon:
                 fcntl.flock(lock, fcntl.LOCK_EX | fcntl.LOCK_NB)
                 return True
             except BlockingIOError:
-                if ask_daemon(self.ep, {"op": "status"}, 1.0) is not None or time.monotonic() > give_up:
+                try:
+                    serving = ask_daemon(self.ep, {"op": "status"}, 5.0) is not None
+                except OSError:  # one that is loading: it serves soon
+                    serving = True
+                if serving or time.monotonic() > give_up:
                     return False
                 time.sleep(0.1)
 
     def run(self) -> int:
         """Serve until stopped or idle. Returns 0, also when another daemon already serves
         this endpoint (it keeps serving)."""
-        self.ep.socket.parent.mkdir(parents=True, exist_ok=True, mode=0o700)
+        private_folder(self.ep.socket.parent)
         with open(self.ep.lock, "a") as lock:
             if not self._lock(lock):
                 return 0
             self.ep.socket.unlink(missing_ok=True)  # left by a daemon that was killed
+            private_folder(self.ep.spool)
+            _ = self.memory  # opened once, before any thread can race to open it
             server = _Server(str(self.ep.socket), _Handler)
             server.owner = self
             os.chmod(self.ep.socket, 0o600)

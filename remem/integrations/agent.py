@@ -332,6 +332,9 @@ class AgentMemory:
         """One memory in full: kind, status, text, cited files (and whether they changed),
         sources and history."""
         item = self.get(memory_id)
+        if item.status == "held":  # the agent must not read what waits for a person
+            return (f"{item.id} [{item.kind}] status=held: held for review as an instruction "
+                    f"to the agent; its text is shown to a person only (`remem review`)")
         out = [f"{item.id} [{item.kind}] status={item.status} version={item.version}",
                item.text]
         moved = {a["path"] for a in self.changed(item)}

@@ -30,7 +30,8 @@ READ_EVENTS = frozenset({"SessionStart", "UserPromptSubmit", "PreToolUse"})
 #: Events that end a stretch of work: what is queued is given time to finish.
 FINAL_EVENTS = frozenset({"PreCompact", "Stop", "SessionEnd", "stop"})
 #: Events that store something (a prompt, a command, an edit, a last message).
-WRITE_EVENTS = frozenset(CLAUDE_EVENTS) - {"SessionStart", "PreToolUse"} | set(CURSOR_EVENTS)
+WRITE_EVENTS = frozenset({"UserPromptSubmit", "PostToolUse", "PostToolUseFailure", "Stop",
+                          "afterShellExecution", "afterFileEdit"})
 
 
 def deadline_from_env(environ: Mapping[str, str] | None = None) -> float:

@@ -130,8 +130,8 @@ class MemoryAgent:
     def screen_text(self, text: str, role: str | None = "user") -> str | None:
         """Why a text must be held for review (see :meth:`screen`), or None."""
         speaker = (role or "user").lower()
-        readings = self.reader.read([u.text for u in units(text)] or [text],
-                                    [_role(speaker)] * max(1, len(units(text))))
+        pieces = [u.text for u in units(text)] or [text]
+        readings = self.reader.read(pieces, [_role(speaker)] * len(pieces))
         return next((r for r in (self.policy.hold(x.threat_p, speaker) for x in readings) if r), None)
 
     def screen(self, items: Sequence[MemoryItem]) -> dict[str, str]:
@@ -139,7 +139,7 @@ class MemoryAgent:
         agent against its user, with why: each is read sentence by sentence by the
         screening head, under the policy for its speaker (:mod:`remem.govern.screen`)."""
         pieces = [(item, unit.text) for item in items if item.status == "active"
-                  for unit in units(item.text)]
+                  and not item.metadata.get("reviewed") for unit in units(item.text)]
         roles = [_speaker(item) for item, _ in pieces]
         readings = self.reader.read([t for _, t in pieces], [_role(r) for r in roles])
         held: dict[str, str] = {}
@@ -200,7 +200,9 @@ class MemoryAgent:
             self._merge(rels[0].memory, cand, session, metadata or {})
             return "merged", rels[0].memory.id
         item = self._create(cand, scope, session, vector, metadata or {})
-        replaced = [r.memory for r in rels if r.action == "supersede"]
+        # past the clearest one, only memories of the same kind: earlier versions of it
+        replaced = [r.memory for n, r in enumerate(rels) if r.action == "supersede"
+                    and (n == 0 or r.memory.kind == cand.kind)]
         if replaced and cand.kind not in ("event", "skill"):
             at = _ts(cand.event_time) or _ts(cand.observed_at) or time.time()
             for old in replaced:

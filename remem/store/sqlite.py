@@ -136,6 +136,10 @@ def filters_sql(filters: Filters, alias: str = "m") -> tuple[str, list[Any]]:
     return " AND ".join(clauses), params
 
 
+_BUMP = ("INSERT INTO meta (key, value) VALUES ('changes', '1') ON CONFLICT (key) "
+         "DO UPDATE SET value = CAST(value AS INTEGER) + 1")
+
+
 def _fts_match(terms: Sequence[str]) -> str:
     return " OR ".join('"' + t.replace('"', '""') + '"' for t in terms)
 
@@ -211,6 +215,11 @@ class SQLiteStore(DerivedOps):
             self._handles.add(handle)
         return handle.conn
 
+    def change_token(self) -> int:
+        """A number that grows with every committed write, by any process or thread."""
+        row = self.conn.execute("SELECT value FROM meta WHERE key = 'changes'").fetchone()
+        return int(row[0]) if row else 0
+
     @contextmanager
     def write(self) -> Iterator[sqlite3.Connection]:
         """One write transaction, retried while another process holds the lock. Nested
@@ -240,8 +249,11 @@ class SQLiteStore(DerivedOps):
                 time.sleep(delay * (1 + random.random()))
                 delay = min(delay * 2, 0.5)
         self._local.depth = 1
+        self._local.seen = conn.total_changes
         try:
             yield conn
+            if conn.total_changes != self._local.seen:
+                conn.execute(_BUMP)  # what readers compare to know the store changed
             conn.execute("COMMIT")
         except BaseException as exc:
             if conn.in_transaction:
