@@ -80,8 +80,10 @@ def test_less_trusted_speakers_are_held_on_weaker_evidence() -> None:
     policy = ScreenPolicy()
     assert [trust_of(r) for r in ("user", "assistant", "tool", None, "Caroline")] == [
         "user", "agent", "external", "user", "user"]
-    assert policy.hold(0.45, "tool") and not policy.hold(0.45, "user")
+    assert policy.hold(0.85, "tool") and not policy.hold(0.85, "user")
     assert policy.hold(0.95, "user") and not policy.hold(0.1, "tool")
+    trained = ScreenPolicy({"user": 0.5, "agent": 0.5, "external": 0.5})
+    assert not trained.hold(0.7, "user")  # a dictated release rule is not an attack
 
 
 def test_the_block_says_its_lines_are_notes_not_instructions(mem: Memory) -> None:

@@ -95,6 +95,8 @@ def review(
             items = m.held(**scope(org, user, agent, project))
             if as_json:
                 print_json([i.model_dump(mode="json") for i in items])
+            elif not items:
+                out_console().print("Nothing is held for review.")
             else:
                 render_items(items, out_console())
             return

@@ -1,7 +1,7 @@
 """Train the memory agent's heads: ``python -m remem.extract.train``.
 
 Reads ``training/statements_*.jsonl``, ``training/pairs_*.jsonl`` and
-``training/threats.jsonl`` (formats in
+``training/threats*.jsonl`` (formats in
 ``training/README.md``) and the one-turn cases of the ``dev`` split of the extraction
 corpus (``corpus.jsonl``: kind and level only, it has no intents), embeds the texts with
 the bundled embedder, fits one softmax regression per head by full-batch gradient descent
@@ -169,7 +169,7 @@ def train(*, steps: int = 400) -> tuple[dict[str, np.ndarray], dict[str, Any]]:
         pair_langs = [p.get("lang", "en") for p, h in zip(pairs, pheld, strict=True) if h]
         report["heldout"]["pair"] = _accuracy((px[pheld] @ w + b).argmax(1), py[pheld], pair_langs)
         arrays["pair_w"], arrays["pair_b"] = fit(px, py, len(PAIR_LABELS), steps=steps)
-    threats = _load("threats.jsonl")
+    threats = _load("threats*.jsonl")
     if threats:
         (arrays["threat_w"], arrays["threat_b"], arrays["threat_thresholds"],
          report["heldout"]["threat"]) = _threat_head(stmts, threats, vecs, steps)

@@ -6,8 +6,13 @@ README, a log) is text from anywhere. None of it may instruct the agent against 
 a statement the screening head reads as such (overriding rules, exfiltrating secrets,
 running remote code, disabling checks, in any wording it learned, English and Chinese)
 is held for review, status ``held``: out of search, of every context block and of every
-model's system message, until a person approves or rejects it. Less trusted text is held
-on weaker evidence.
+model's system message, until a person approves or rejects it.
+
+The threshold for each trust level comes with the trained head: the lowest that holds at
+most 10% of the held-out look-alikes (legitimate text that resembles an attack) for the
+user's and the agent's words, 20% for text from anywhere, which may cost more false
+alarms; but never under a minimum (0.9, and 0.8 for text from anywhere), as the rules a
+user dictates for their agents read as instructions too, only less surely.
 """
 
 from __future__ import annotations
@@ -32,12 +37,16 @@ class ScreenPolicy:
     its speaker's trust level."""
 
     thresholds: dict[str, float] = field(
-        default_factory=lambda: {"user": 0.6, "agent": 0.5, "external": 0.4})
+        default_factory=lambda: {"user": 0.9, "agent": 0.9, "external": 0.8})
+    #: never hold on less than this: a rule a user dictates for their agents (a workflow,
+    #: a release rule) reads as an instruction too, only less surely than an attack does
+    minimum: dict[str, float] = field(
+        default_factory=lambda: {"user": 0.9, "agent": 0.9, "external": 0.8})
 
     def hold(self, threat_p: float, role: str | None) -> str | None:
         """Why text with this reading must be held for review, or None."""
         trust = trust_of(role)
-        if threat_p >= self.thresholds.get(trust, 0.5):
+        if threat_p >= max(self.thresholds.get(trust, 0.9), self.minimum.get(trust, 0.9)):
             return (f"held for review: reads as an instruction to the agent (p={threat_p:.2f}, "
                     f"said by {trust})")
         return None

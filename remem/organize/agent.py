@@ -200,9 +200,11 @@ class MemoryAgent:
             self._merge(rels[0].memory, cand, session, metadata or {})
             return "merged", rels[0].memory.id
         item = self._create(cand, scope, session, vector, metadata or {})
-        # past the clearest one, only memories of the same kind: earlier versions of it
+        # past the clearest one, only memories of the same kind: earlier versions of it;
+        # and a project's statement never replaces what holds for the user everywhere
         replaced = [r.memory for n, r in enumerate(rels) if r.action == "supersede"
-                    and (n == 0 or r.memory.kind == cand.kind)]
+                    and (n == 0 or r.memory.kind == cand.kind)
+                    and not (scope.project is not None and r.memory.project is None)]
         if replaced and cand.kind not in ("event", "skill"):
             at = _ts(cand.event_time) or _ts(cand.observed_at) or time.time()
             for old in replaced:

@@ -59,7 +59,8 @@ def relate(reader: Reader, text: str, known: Sequence[MemoryItem], *, nearest: i
 
     A supersession needs the pair head's ``min_p`` when the statement is worded as a
     change (``change``, or the intent head reads an update or a correction), and
-    otherwise ``sure_p`` for a memory at least ``sure_similarity`` near in meaning."""
+    otherwise ``sure_p`` for a memory at least ``sure_similarity`` near in meaning; below
+    that nearness, the two must also share a word (a name, a tool, a thing)."""
     if not known:
         return []
     sims = reader.similarity([m.text for m in known], text)
@@ -75,11 +76,22 @@ def relate(reader: Reader, text: str, known: Sequence[MemoryItem], *, nearest: i
         label = int(row.argmax())
         if label == _SUPERSEDE and not changes and (row[label] < sure_p or sims[i] < sure_similarity):
             continue
+        if label == _SUPERSEDE and sims[i] < sure_similarity and not _shares(known[i].text, text):
+            continue  # a change of something else entirely ("moved to pnpm" vs the staging host)
         if label == _SAME and (sims[i] < same_similarity or row[label] < 0.6):
             continue  # saying the same thing needs near-identical meaning
         if label in (_SUPERSEDE, _SAME) and row[label] >= min_p:
             found.append(Relation(PAIR_LABELS[label], known[i], float(row[label]), float(sims[i])))
     return sorted(found, key=lambda r: -r.p * r.similarity)
+
+
+#: Words the memory agent itself writes in for the speaker: shared, they say nothing.
+_SUBJECTS = frozenset({"user", "users", "用户"})
+
+
+def _shares(a: str, b: str) -> bool:
+    """Whether two texts share a word that says what they are about."""
+    return bool(stems(content_words(a) - _SUBJECTS) & stems(content_words(b) - _SUBJECTS))
 
 
 def forget_targets(reader: Reader, request: str, known: Sequence[MemoryItem], *,
