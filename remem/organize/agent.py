@@ -374,7 +374,7 @@ class MemoryAgent:
             touched = [parts[int(self.reader.similarity(parts, request).argmax())]]
         # a bare value ("13812345678") goes with the clause it follows
         return [c for i, c in enumerate(parts) if c in touched
-                or (len(content_words(c)) <= 1 and i > 0 and parts[i - 1] in touched)]
+                or (_bare(c) and i > 0 and parts[i - 1] in touched)]
 
     def _rare_words(self, texts: Sequence[str], turns: Sequence[MemoryItem]) -> set[str]:
         """Words of ``texts`` that few of ``turns`` use: names, numbers, identifiers."""
@@ -401,6 +401,11 @@ def _join(parts: Sequence[str]) -> str:
         text += p.strip() if not text or text[-1] in "，；。" else " " + p.strip()
     text = text.strip(" ,;，；")
     return text[:1].upper() + text[1:]
+
+
+def _bare(clause: str) -> bool:
+    """A value with nothing said about it: one token ("13812345678", an address)."""
+    return len(clause.strip(" ,;，；。.").split()) <= 1 and not (has_cjk(clause) and len(clause) > 6)
 
 
 def _telling(word: str) -> bool:
