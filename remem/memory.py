@@ -164,8 +164,7 @@ class Memory:
         atexit.register(_close_at_exit, weakref.ref(self))
         # by an earlier process, or by reembed
         left_over = self.store.queued("embed") + self.store.queued("extract")
-        if reembed:
-            self._pending.update(left_over)
+        self._pending.update(left_over)  # flush() waits for them too
         if left_over and self.config.run_worker:
             self.worker.wake()
 
@@ -196,9 +195,10 @@ class Memory:
         self.close()
 
     def flush(self, timeout: float | None = None) -> bool:
-        """Wait until the background work this Memory queued is over; True if all of it
-        succeeded, False if some is still running at ``timeout`` or failed for good (see
-        ``stats().jobs``; the episodes stay searchable by full text)."""
+        """Wait until the background work this Memory queued is over (and what an earlier
+        process left queued, e.g. one that was killed); True if all of it succeeded, False
+        if some is still running at ``timeout`` or failed for good (see ``stats().jobs``;
+        the episodes stay searchable by full text)."""
         self._check_open()
         waiting = set(self._pending)  # adds from other threads may join meanwhile
         still, failed = wait_for(self.store, self.worker, waiting, timeout)

@@ -96,3 +96,15 @@ def test_two_processes_adding_at_once_extract_every_episode_exactly_once(tmp_pat
     # no episode was read twice: none is cited by two memories (a merge keeps its sources)
     cited = Counter(s for x in memories for s in x.sources)
     assert memories and set(cited.values()) == {1}
+
+
+def test_flush_in_a_new_process_waits_for_what_a_dead_one_left_queued(tmp_path: Path) -> None:
+    db = tmp_path / "left.db"
+    quiet = Config(embedder="hash", run_worker=False)
+    with Memory(db, config=quiet) as m:  # a process that queued work and died before it ran
+        m.add([{"role": "user", "content": "I prefer pnpm over npm."}], user_id="alice")
+        assert {j.state for j in m.jobs()} == {"queued"}
+    with Memory(db, config=Config(embedder="hash")) as m:
+        assert m.flush(timeout=60)
+        assert {j.state for j in m.jobs()} == {"done"}
+        assert [x.text for x in m.list(user_id="alice")] == ["User prefers pnpm over npm"]
