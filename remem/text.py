@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import re
 
-__all__ = ["estimate_tokens", "has_cjk", "segment", "split_passages", "words"]
+__all__ = ["content_words", "estimate_tokens", "has_cjk", "segment", "split_passages", "words"]
 
 # Han, Hiragana, Katakana, Hangul: scripts written without spaces between words.
 _CJK = "\u3040-\u30ff\u3400-\u4dbf\u4e00-\u9fff\uac00-\ud7af\uf900-\ufaff"
@@ -90,3 +90,8 @@ STOPWORDS = frozenset(
     "all any both each few more most other some such only own same than too very just "
     "also then now again once if because while until s t d ll m re ve".split()
 )
+
+
+def content_words(text: str) -> set[str]:
+    """The words that carry meaning (function words dropped), CJK as bigrams."""
+    return {w for w in words(text) if w not in STOPWORDS}

@@ -163,3 +163,14 @@ def test_a_nested_read_without_a_user_never_shows_users_personal_memories(mem: M
     assert mem.list(user_id="bo", project="api")  # bo's own, outside any project
     assert not mem.list(project="api")  # no user named: nobody's personal memories
     assert not [h for h in mem.search("dark mode", project="api") if h.memory.user_id == "bo"]
+
+
+def test_a_request_that_names_its_topic_only_by_a_pronoun_points_back() -> None:
+    from remem.extract.requests import points_back
+
+    wording = Heads.load().forget_words
+    for said in ("please forget it", "scrap that from memory please", "can you not keep that?",
+                 "那个别记了"):
+        assert points_back(said, wording), said
+    for said in ("forget that we ever used redis", "forget what I said about the staging db"):
+        assert not points_back(said, wording), said

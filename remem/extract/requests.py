@@ -13,14 +13,15 @@ import re
 from collections.abc import Sequence
 from dataclasses import dataclass
 
-from ..text import STOPWORDS, words
+from ..text import content_words
 from .heads import Reader, Reading
 from .statements import Unit, units
 
-#: pronouns and demonstratives, a closed class of the grammar: "it", "them", and "that" /
-#: "this" standing alone ("forget that."), not as a conjunction ("forget that I use vim")
-_POINTER = re.compile(r"\b(?:it|them|those|these)\b|\b(?:that|this)\b(?=\s*(?:[,.;:!?，。；！？]|$))"
-                      r"|[那这][个些件条句]|它", re.IGNORECASE)
+#: pronouns and demonstratives, a closed class of the grammar: "it", "them", "那个"...
+_POINTER = re.compile(r"\b(?:it|them|those|these)\b|[那这][个些件条句]|它", re.IGNORECASE)
+#: "that" / "this", which may also open a clause ("forget that I use vim")
+_THAT = re.compile(r"\b(?:that|this)\b", re.IGNORECASE)
+_THAT_ALONE = re.compile(r"\b(?:that|this)\b(?=\s*(?:[,.;:!?，。；！？]|$))", re.IGNORECASE)
 
 __all__ = ["ForgetRequest", "forget_requests", "requests_in", "topic_words"]
 
@@ -35,12 +36,17 @@ class ForgetRequest:
 
 def topic_words(text: str, forget_words: frozenset[str]) -> set[str]:
     """What a request is about: its words less function words and the request wording."""
-    return {w for w in words(text) if w not in STOPWORDS and w not in forget_words}
+    return content_words(text) - forget_words
 
 
 def points_back(text: str, forget_words: frozenset[str]) -> bool:
-    """A request that names its topic only by a pronoun ("forget it", "那个删了吧")."""
-    return bool(_POINTER.search(text)) and len(topic_words(text, forget_words)) <= 3
+    """A request that names its topic only by a pronoun ("forget it", "scrap that from
+    memory", "那个删了吧"); "that" opening a clause with a topic of its own does not
+    ("forget that I use vim")."""
+    topic = len(topic_words(text, forget_words))
+    if _POINTER.search(text) or _THAT_ALONE.search(text):
+        return topic <= 3
+    return bool(_THAT.search(text)) and topic <= 1
 
 
 def forget_requests(reader: Reader, text: str, *, role: str = "user") -> list[ForgetRequest]:

@@ -129,24 +129,25 @@ class MemoryAgent:
 
     def screen_text(self, text: str, role: str | None = "user") -> str | None:
         """Why a text must be held for review (see :meth:`screen`), or None."""
-        speaker = (role or "user").lower()
-        pieces = [u.text for u in units(text)] or [text]
-        readings = self.reader.read(pieces, [_role(speaker)] * len(pieces))
-        return next((r for r in (self.policy.hold(x.threat_p, speaker) for x in readings) if r), None)
+        return self._holds([("text", text, (role or "user").lower())]).get("text")
 
     def screen(self, items: Sequence[MemoryItem]) -> dict[str, str]:
         """The items (turns, tool output, proposed memories) that try to instruct the
         agent against its user, with why: each is read sentence by sentence by the
         screening head, under the policy for its speaker (:mod:`remem.govern.screen`)."""
-        pieces = [(item, unit.text) for item in items if item.status == "active"
-                  and not item.metadata.get("reviewed") for unit in units(item.text)]
-        roles = [_speaker(item) for item, _ in pieces]
-        readings = self.reader.read([t for _, t in pieces], [_role(r) for r in roles])
+        return self._holds([(item.id, item.text, _speaker(item)) for item in items
+                            if item.status == "active" and not item.metadata.get("reviewed")])
+
+    def _holds(self, texts: Sequence[tuple[str, str, str]]) -> dict[str, str]:
+        """For (key, text, speaker) triples, the keys to hold and why."""
+        pieces = [(key, piece, speaker) for key, text, speaker in texts
+                  for piece in ([u.text for u in units(text)] or [text])]
+        readings = self.reader.read([p for _, p, _ in pieces], [_role(s) for _, _, s in pieces])
         held: dict[str, str] = {}
-        for (item, _), role, reading in zip(pieces, roles, readings, strict=True):
-            reason = self.policy.hold(reading.threat_p, role)
-            if reason and item.id not in held:
-                held[item.id] = reason
+        for (key, _, speaker), reading in zip(pieces, readings, strict=True):
+            reason = self.policy.hold(reading.threat_p, speaker)
+            if reason and key not in held:
+                held[key] = reason
         return held
 
     def embed(self, texts: Sequence[str]) -> dict[str, Any]:

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import re
 
-from ..text import STOPWORDS, words
+from ..text import content_words
 
 __all__ = ["content_words", "jaccard", "normalise"]
 
@@ -15,11 +15,6 @@ _PUNCT = re.compile(r"[\s.,;:!?。，；：！？、\"'`()\[\]{}]+")
 def normalise(text: str) -> str:
     """Lower-case, punctuation and spacing folded: equal means an exact duplicate."""
     return _SPACE.sub(" ", _PUNCT.sub(" ", text.lower())).strip()
-
-
-def content_words(text: str) -> set[str]:
-    """The words that carry meaning (function words dropped), CJK as bigrams."""
-    return {w for w in words(text) if w not in STOPWORDS}
 
 
 def jaccard(a: set[str], b: set[str]) -> float:
