@@ -16,32 +16,19 @@ from typing import Any
 from ..errors import JobNotFoundError, LeaseLostError, NotFoundError, ValidationError
 from ..model import JobInfo, MemoryItem, Scope
 from .base import Job
+from .rows import JOB_COLUMNS as _JOB_COLUMNS
+from .rows import TopicRow
+from .rows import job_info as _job_info
 
 __all__ = ["DerivedOps", "TopicRow"]
 
-_JOB_COLUMNS = ("id, kind, state, priority, attempts, max_attempts, run_after, last_error, "
-                "payload, created_at, updated_at")
 
 
 def _scope_where(scope: Scope, alias: str = "m") -> tuple[str, list[Any]]:
     """The scope wall for memories shared across sessions: session_id does not narrow."""
-    from .sqlite import scope_sql
+    from .clauses import scope_sql
 
     return scope_sql(scope.model_copy(update={"session_id": None}), alias)
-
-
-class TopicRow:
-    """One node of the mind map as stored: label, keyword counts, size, parent."""
-
-    __slots__ = ("rowid", "parent", "label", "keywords", "size")
-
-    def __init__(self, rowid: int, parent: int | None, label: str, keywords: dict[str, int],
-                 size: int) -> None:
-        self.rowid = rowid
-        self.parent = parent
-        self.label = label
-        self.keywords = keywords
-        self.size = size
 
 
 class DerivedOps:
@@ -80,7 +67,7 @@ class DerivedOps:
     def recent_turns(self, scope: Scope, limit: int, *, before: str | None = None) -> list[MemoryItem]:
         """The last ``limit`` active episodes of the scope (its session, when it names
         one), oldest first; with ``before``, only those before that episode."""
-        from .sqlite import scope_sql
+        from .clauses import scope_sql
 
         if limit <= 0:
             return []
@@ -255,7 +242,7 @@ class DerivedOps:
                    status: str | None = None, maturity: str | None = None,
                    metadata: dict[str, Any] | None = None, pinned: bool | None = None) -> None:
         """Change status, maturity, metadata or pinning, recorded as one history entry."""
-        from .sqlite import scope_sql
+        from .clauses import scope_sql
 
         now = time.time()
         with self.write() as conn:
@@ -338,7 +325,7 @@ class DerivedOps:
                           limit: int = 10) -> list[int]:
         """The most used memories of the leaf topic whose keywords the query's words hit
         most (at least two of them, or one that names the topic), best first."""
-        from .sqlite import filters_sql
+        from .clauses import filters_sql
 
         if not terms:
             return []
@@ -527,10 +514,3 @@ class DerivedOps:
             yield Scope(org_id=org, user_id=user, agent_id=agent, project=project)
 
 
-def _job_info(row: Sequence[Any]) -> JobInfo:
-    from .sqlite import _dt
-
-    payload = json.loads(row[8])
-    return JobInfo(id=row[0], kind=row[1], state=row[2], priority=row[3], attempts=row[4],
-                   max_attempts=row[5], run_after=_dt(row[6]), last_error=row[7],
-                   result=payload.get("result"), created_at=_dt(row[9]), updated_at=_dt(row[10]))

@@ -18,7 +18,6 @@ import time
 import weakref
 from collections.abc import Iterable, Iterator, Sequence
 from contextlib import contextmanager
-from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any
 
@@ -34,7 +33,11 @@ from ..errors import (
 from ..model import HistoryEntry, MemoryItem, Page, Scope, Source
 from ..text import estimate_tokens, segment
 from .base import Filters, Job, NewMemory
+from .clauses import filters_sql, scope_sql
 from .derived import DerivedOps
+from .rows import COLUMNS as _COLUMNS
+from .rows import dt as _dt
+from .rows import row_to_item as _row_to_item
 from .schema import APPLICATION_ID, MIGRATIONS, SCHEMA_VERSION
 from .vectors import VectorIndex
 
@@ -42,30 +45,7 @@ __all__ = ["SQLiteStore"]
 
 log = logging.getLogger(__name__)
 
-_COLUMNS = (
-    "m.rowid, m.id, m.kind, m.text, m.status, m.subject, m.role, m.maturity, m.version, "
-    "m.pinned, m.org_id, m.user_id, m.agent_id, m.project, m.session_id, m.metadata, "
-    "m.event_time, m.observed_at, m.created_at, m.updated_at, m.valid_from, m.valid_to"
-)
-_SCOPE_FIELDS = ("user_id", "agent_id", "project", "session_id")
-#: The fields a nested read widens to "this value or none": the levels above.
-NESTED_FIELDS = ("user_id", "agent_id", "project")
 _CONTEXT_CHARS = 1000  # of each neighbouring turn, in an episode's full-text context
-
-
-def _dt(value: float | None) -> datetime | None:
-    return None if value is None else datetime.fromtimestamp(value, timezone.utc)
-
-
-def _row_to_item(row: sqlite3.Row | tuple[Any, ...], sources: list[str]) -> MemoryItem:
-    return MemoryItem.model_construct(
-        id=row[1], kind=row[2], text=row[3], status=row[4], subject=row[5], role=row[6],
-        maturity=row[7], version=row[8], pinned=bool(row[9]), org_id=row[10], user_id=row[11],
-        agent_id=row[12], project=row[13], session_id=row[14], metadata=json.loads(row[15]),
-        event_time=_dt(row[16]), observed_at=_dt(row[17]), created_at=_dt(row[18]),
-        updated_at=_dt(row[19]), valid_from=_dt(row[20]), valid_to=_dt(row[21]),
-        sources=sources,
-    )
 
 
 class _Handle:
@@ -84,56 +64,6 @@ class _Handle:
             pass
 
     __del__ = close
-
-
-def scope_sql(scope: Scope, alias: str = "m", *, by_rowid: bool = False) -> tuple[str, list[Any]]:
-    """The WHERE clause that walls a query into ``scope``.
-
-    ``by_rowid`` keeps SQLite from scanning a scope index when the query already names
-    its rows by rowid: a unary ``+`` makes a column unusable as an index key.
-    """
-    plus = "+" if by_rowid else ""
-    clauses = [f"{plus}{alias}.org_id = ?"]
-    params: list[Any] = [scope.org_id]
-    for name in _SCOPE_FIELDS:
-        value = getattr(scope, name)
-        if value is None:
-            continue
-        if scope.nested and name in NESTED_FIELDS:
-            # a level above is the same user's (or, with no user named, the org's only)
-            also = "" if name == "user_id" or scope.user_id is not None \
-                else f" AND {plus}{alias}.user_id IS NULL"
-            clauses.append(f"({plus}{alias}.{name} = ? OR ({plus}{alias}.{name} IS NULL{also}))")
-        else:
-            clauses.append(f"{plus}{alias}.{name} = ?")
-        params.append(value)
-    return " AND ".join(clauses), params
-
-
-def filters_sql(filters: Filters, alias: str = "m") -> tuple[str, list[Any]]:
-    """The WHERE clause for kinds, statuses and time; ``as_of`` shows what was valid then."""
-    clauses: list[str] = []
-    params: list[Any] = []
-    statuses = filters.statuses
-    if filters.as_of is not None:
-        statuses = tuple(dict.fromkeys((*statuses, "superseded")))
-        clauses.append(f"COALESCE({alias}.valid_from, {alias}.event_time, {alias}.observed_at) <= ?")
-        clauses.append(f"({alias}.valid_to IS NULL OR {alias}.valid_to > ?)")
-        params += [filters.as_of, filters.as_of]
-    clauses.append(f"{alias}.status IN ({','.join('?' * len(statuses))})")
-    params += list(statuses)
-    if filters.kinds is not None:
-        clauses.append(f"{alias}.kind IN ({','.join('?' * len(filters.kinds))})")
-        params += list(filters.kinds)
-    if not filters.include_episodes:
-        clauses.append(f"{alias}.raw = 0")
-    if filters.since is not None:
-        clauses.append(f"COALESCE({alias}.event_time, {alias}.observed_at) >= ?")
-        params.append(filters.since)
-    if filters.until is not None:
-        clauses.append(f"COALESCE({alias}.event_time, {alias}.observed_at) <= ?")
-        params.append(filters.until)
-    return " AND ".join(clauses), params
 
 
 _BUMP = ("INSERT INTO meta (key, value) VALUES ('changes', '1') ON CONFLICT (key) "

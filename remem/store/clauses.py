@@ -1,0 +1,73 @@
+"""The scope wall and the recall filters as SQL ``WHERE`` fragments, shared by adapters.
+
+Both builders take the adapter's parameter mark (``?`` for SQLite, ``%s`` for
+PostgreSQL) and its null-safe equality, so one definition of "inside the scope" holds
+for every backend.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from ..model import Scope
+from .base import Filters
+
+__all__ = ["NESTED_FIELDS", "SCOPE_FIELDS", "filters_sql", "scope_sql"]
+
+SCOPE_FIELDS = ("user_id", "agent_id", "project", "session_id")
+#: The fields a nested read widens to "this value or none": the levels above.
+NESTED_FIELDS = ("user_id", "agent_id", "project")
+
+
+def scope_sql(scope: Scope, alias: str = "m", *, by_rowid: bool = False,
+              mark: str = "?") -> tuple[str, list[Any]]:
+    """The WHERE clause that walls a query into ``scope``.
+
+    ``by_rowid`` keeps SQLite from scanning a scope index when the query already names
+    its rows by rowid: a unary ``+`` makes a column unusable as an index key.
+    """
+    plus = "+" if by_rowid else ""
+    clauses = [f"{plus}{alias}.org_id = {mark}"]
+    params: list[Any] = [scope.org_id]
+    for name in SCOPE_FIELDS:
+        value = getattr(scope, name)
+        if value is None:
+            continue
+        if scope.nested and name in NESTED_FIELDS:
+            # a level above is the same user's (or, with no user named, the org's only)
+            also = "" if name == "user_id" or scope.user_id is not None \
+                else f" AND {plus}{alias}.user_id IS NULL"
+            clauses.append(f"({plus}{alias}.{name} = {mark} OR ({plus}{alias}.{name} IS NULL{also}))")
+        else:
+            clauses.append(f"{plus}{alias}.{name} = {mark}")
+        params.append(value)
+    return " AND ".join(clauses), params
+
+
+def filters_sql(filters: Filters, alias: str = "m", *, mark: str = "?") -> tuple[str, list[Any]]:
+    """The WHERE clause for kinds, statuses and time; ``as_of`` shows what was valid then."""
+    clauses: list[str] = []
+    params: list[Any] = []
+    statuses = filters.statuses
+    if filters.as_of is not None:
+        statuses = tuple(dict.fromkeys((*statuses, "superseded")))
+        clauses.append(f"COALESCE({alias}.valid_from, {alias}.event_time, {alias}.observed_at) <= {mark}")
+        clauses.append(f"({alias}.valid_to IS NULL OR {alias}.valid_to > {mark})")
+        params += [filters.as_of, filters.as_of]
+    clauses.append(f"{alias}.status IN ({','.join([mark] * len(statuses))})")
+    params += list(statuses)
+    if filters.kinds is not None:
+        if filters.kinds:
+            clauses.append(f"{alias}.kind IN ({','.join([mark] * len(filters.kinds))})")
+            params += list(filters.kinds)
+        else:
+            clauses.append("1 = 0")
+    if not filters.include_episodes:
+        clauses.append(f"{alias}.raw = 0")
+    if filters.since is not None:
+        clauses.append(f"COALESCE({alias}.event_time, {alias}.observed_at) >= {mark}")
+        params.append(filters.since)
+    if filters.until is not None:
+        clauses.append(f"COALESCE({alias}.event_time, {alias}.observed_at) <= {mark}")
+        params.append(filters.until)
+    return " AND ".join(clauses), params

@@ -1,0 +1,60 @@
+"""Rows as every adapter reads them back: the column lists and their domain records."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Sequence
+from datetime import datetime, timezone
+from typing import Any
+
+from ..model import JobInfo, MemoryItem
+
+__all__ = ["COLUMNS", "JOB_COLUMNS", "TopicRow", "dt", "job_info", "row_to_item"]
+
+#: The memory columns, in the order :func:`row_to_item` reads them (alias ``m``).
+COLUMNS = (
+    "m.rowid, m.id, m.kind, m.text, m.status, m.subject, m.role, m.maturity, m.version, "
+    "m.pinned, m.org_id, m.user_id, m.agent_id, m.project, m.session_id, m.metadata, "
+    "m.event_time, m.observed_at, m.created_at, m.updated_at, m.valid_from, m.valid_to"
+)
+JOB_COLUMNS = ("id, kind, state, priority, attempts, max_attempts, run_after, last_error, "
+               "payload, created_at, updated_at")
+
+
+def dt(value: float | None) -> datetime | None:
+    """An epoch time as a UTC datetime (None stays None)."""
+    return None if value is None else datetime.fromtimestamp(value, timezone.utc)
+
+
+def row_to_item(row: Sequence[Any], sources: list[str]) -> MemoryItem:
+    """A memory from a row of :data:`COLUMNS` and the ids of its sources."""
+    return MemoryItem.model_construct(
+        id=row[1], kind=row[2], text=row[3], status=row[4], subject=row[5], role=row[6],
+        maturity=row[7], version=row[8], pinned=bool(row[9]), org_id=row[10], user_id=row[11],
+        agent_id=row[12], project=row[13], session_id=row[14], metadata=json.loads(row[15]),
+        event_time=dt(row[16]), observed_at=dt(row[17]), created_at=dt(row[18]),
+        updated_at=dt(row[19]), valid_from=dt(row[20]), valid_to=dt(row[21]),
+        sources=sources,
+    )
+
+
+def job_info(row: Sequence[Any]) -> JobInfo:
+    """A job from a row of :data:`JOB_COLUMNS`."""
+    payload = json.loads(row[8])
+    return JobInfo(id=row[0], kind=row[1], state=row[2], priority=row[3], attempts=row[4],
+                   max_attempts=row[5], run_after=dt(row[6]), last_error=row[7],
+                   result=payload.get("result"), created_at=dt(row[9]), updated_at=dt(row[10]))
+
+
+class TopicRow:
+    """One node of the mind map as stored: label, keyword counts, size, parent."""
+
+    __slots__ = ("rowid", "parent", "label", "keywords", "size")
+
+    def __init__(self, rowid: int, parent: int | None, label: str, keywords: dict[str, int],
+                 size: int) -> None:
+        self.rowid = rowid
+        self.parent = parent
+        self.label = label
+        self.keywords = keywords
+        self.size = size
