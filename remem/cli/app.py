@@ -58,9 +58,10 @@ app.add_typer(bench_app, name="bench")
 # --- shared options -------------------------------------------------------------------
 
 DbOpt = Annotated[
-    Path | None,
-    typer.Option("--db", metavar="PATH", dir_okay=False,
-                 help="Store file (default: $REMEM_HOME/remem.db, i.e. ~/.remem/remem.db)."),
+    str | None,
+    typer.Option("--db", metavar="PATH|URL",
+                 help="Store: a file, sqlite:///file.db or postgresql://user@host/db (default: "
+                      "$REMEM_STORE_URL, else $REMEM_HOME/remem.db, i.e. ~/.remem/remem.db)."),
 ]
 OrgOpt = Annotated[str | None, typer.Option("--org", help="Organisation id (default: 'default').")]
 UserOpt = Annotated[str | None, typer.Option("--user", help="User id the memories belong to.")]
@@ -138,7 +139,7 @@ def boundary() -> Iterator[None]:
 
 
 @contextmanager
-def open_memory(db: Path | None, config: Config | None = None) -> Iterator[Memory]:
+def open_memory(db: str | Path | None, config: Config | None = None) -> Iterator[Memory]:
     """A Memory on ``db`` (or the default file) inside the error boundary, closed after."""
     with boundary():
         memory = Memory(db, config=config)

@@ -35,8 +35,7 @@ from ..extract.requests import forget_requests
 from ..extract.statements import is_fragment, units
 from ..govern import ScreenPolicy
 from ..model import Candidate, MemoryItem, Scope, new_id
-from ..store.base import NewMemory
-from ..store.sqlite import SQLiteStore
+from ..store.base import NewMemory, Store
 from ..text import has_cjk, split_passages
 from .relate import family, forget_targets, relate
 from .relate import stems as _stems
@@ -89,7 +88,7 @@ def shared_scope(item: MemoryItem) -> Scope:
 class MemoryAgent:
     """Extracts, merges, supersedes and organises memories in one store."""
 
-    def __init__(self, store: SQLiteStore, embedder: Embedder, config: AgentConfig, *,
+    def __init__(self, store: Store, embedder: Embedder, config: AgentConfig, *,
                  reader: Reader | None = None, chunk_tokens: int = 200) -> None:
         self.store = store
         self.embedder = embedder

@@ -13,7 +13,7 @@ import time
 
 from ..config import AgentConfig
 from ..model import MemoryItem
-from ..store.sqlite import SQLiteStore
+from ..store.base import Store
 
 __all__ = ["MATURITY_WEIGHT", "decay", "strength"]
 
@@ -33,7 +33,7 @@ def strength(item: MemoryItem, use_count: int, used_at: float | None, now: float
     return recency * MATURITY_WEIGHT.get(item.maturity, 1.0) * (1 + 0.3 * math.log1p(use_count))
 
 
-def decay(store: SQLiteStore, config: AgentConfig, now: float | None = None,
+def decay(store: Store, config: AgentConfig, now: float | None = None,
           org_id: str | None = None) -> list[str]:
     """Archive every active, unpinned derived memory (of one org, or all) whose strength
     fell under the threshold; returns the archived ids."""

@@ -12,8 +12,8 @@ from __future__ import annotations
 from collections import Counter
 
 from ..model import MemoryItem, Scope, TopicNode
+from ..store.base import Store
 from ..store.derived import TopicRow
-from ..store.sqlite import SQLiteStore
 from ..text import words
 from .similarity import content_words
 
@@ -43,7 +43,7 @@ def _label(counts: dict[str, int]) -> str:
 class MindMap:
     """Places memories in the topic tree of their scope and reads the tree back."""
 
-    def __init__(self, store: SQLiteStore, max_size: int = 24) -> None:
+    def __init__(self, store: Store, max_size: int = 24) -> None:
         self.store = store
         self.max_size = max_size
 

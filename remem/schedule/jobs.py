@@ -16,14 +16,13 @@ from ..extract.base import EpisodeIn, Extractor, extract_checked
 from ..model import Candidate, MemoryItem, Scope
 from ..organize.agent import MemoryAgent, shared_scope
 from ..organize.strength import decay
-from ..store.base import Job
-from ..store.sqlite import SQLiteStore
+from ..store.base import Job, Store
 from .worker import Handler
 
 __all__ = ["candidates", "decay_handler", "extract_handler"]
 
 
-def candidates(store: SQLiteStore, extractor: Extractor | None, episode_ids: Sequence[str],
+def candidates(store: Store, extractor: Extractor | None, episode_ids: Sequence[str],
                context_turns: int) -> list[tuple[Scope, Candidate, str]]:
     """The grounded candidates of these episodes, each with the scope its memory belongs
     to and the text of the turns it came from. Reads only."""
@@ -53,24 +52,24 @@ def candidates(store: SQLiteStore, extractor: Extractor | None, episode_ids: Seq
     return out
 
 
-def extract_handler(store: SQLiteStore, extractor: Extractor | None, agent: MemoryAgent) -> Handler:
+def extract_handler(store: Store, extractor: Extractor | None, agent: MemoryAgent) -> Handler:
     """Runs ``extract`` jobs: ``{"episodes": [ids]}``."""
 
     def run(job: Job) -> None:
         ids = [str(i) for i in job.payload.get("episodes", [])]
         # the extractor (maybe an LLM) and the embedder are slow: outside the transaction
         prepared = agent.prepare(candidates(store, extractor, ids, agent.config.context_turns), ids)
-        with store.write():
+        with store.transaction():
             store.finish_job(job, agent.apply(prepared, ids))
 
     return run
 
 
-def decay_handler(store: SQLiteStore, config: AgentConfig) -> Handler:
+def decay_handler(store: Store, config: AgentConfig) -> Handler:
     """Runs ``decay`` jobs: ``{"now": epoch seconds}`` (optional)."""
 
     def run(job: Job) -> None:
-        with store.write():
+        with store.transaction():
             archived = decay(store, config, job.payload.get("now"))
             store.finish_job(job, {"archived": len(archived)})
 

@@ -15,8 +15,7 @@ from datetime import datetime, timezone
 from ..config import AgentConfig
 from ..model import Scope
 from ..retrieve import Retriever
-from ..store.base import Filters, Job
-from ..store.sqlite import SQLiteStore
+from ..store.base import Filters, Job, Store
 from .worker import Handler
 
 __all__ = ["prefetch", "prefetch_handler"]
@@ -24,7 +23,7 @@ __all__ = ["prefetch", "prefetch_handler"]
 log = logging.getLogger(__name__)
 
 
-def prefetch(store: SQLiteStore, retriever: Retriever, config: AgentConfig, scope: Scope, *,
+def prefetch(store: Store, retriever: Retriever, config: AgentConfig, scope: Scope, *,
              turns: int = 3, k: int = 12) -> list[str]:
     """Warm the session's working memory from its last ``turns`` turns; returns the ids
     of the memories warmed."""
@@ -46,7 +45,7 @@ def prefetch(store: SQLiteStore, retriever: Retriever, config: AgentConfig, scop
     return list(heats)
 
 
-def prefetch_handler(store: SQLiteStore, retriever: Retriever, config: AgentConfig) -> Handler:
+def prefetch_handler(store: Store, retriever: Retriever, config: AgentConfig) -> Handler:
     """Runs ``prefetch`` jobs: ``{"scope": {...}}`` with a session."""
 
     def run(job: Job) -> None:

@@ -14,14 +14,13 @@ kind it queues; a worker runs it. Adding one takes a few lines::
 from __future__ import annotations
 
 import json
-import sqlite3
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
 from ..model import Scope, new_id
-from ..store.sqlite import SQLiteStore
+from ..store.base import Store
 
 __all__ = ["DEFAULT_TRIGGERS", "Trigger", "TriggerEvent", "Triggers"]
 
@@ -84,7 +83,7 @@ DEFAULT_TRIGGERS = (
 class Triggers:
     """The triggers of one Memory; ``fire`` queues their jobs in the caller's transaction."""
 
-    store: SQLiteStore
+    store: Store
     rules: list[Trigger] = field(default_factory=list)
 
     def add(self, trigger: Trigger) -> None:
@@ -94,8 +93,9 @@ class Triggers:
     def remove(self, name: str) -> None:
         self.rules = [t for t in self.rules if t.name != name]
 
-    def fire(self, event: TriggerEvent, conn: sqlite3.Connection | None = None) -> dict[str, str]:
-        """Queue the jobs of the triggers listening for ``event``; returns id -> job kind."""
+    def fire(self, event: TriggerEvent) -> dict[str, str]:
+        """Queue the jobs of the triggers listening for ``event`` (in the open transaction,
+        if any); returns id -> job kind."""
         queued: dict[str, str] = {}
         for t in self.rules:
             if t.on != event.on or (t.needs_session and event.scope.session_id is None):
@@ -106,7 +106,7 @@ class Triggers:
                 key = f"coalesce:{t.job}:" + json.dumps(_session(event), sort_keys=True)
             job_id = new_id("j_")
             if self.store.enqueue(t.job, payload, job_id=job_id, priority=t.priority, key=key,
-                                  org_id=event.scope.org_id, conn=conn):
+                                  org_id=event.scope.org_id):
                 queued[job_id] = t.job
         return queued
 

@@ -17,8 +17,7 @@ from collections.abc import Callable
 
 from ..embed import Embedder
 from ..errors import EmbeddingError
-from ..store.base import Job
-from ..store.sqlite import SQLiteStore
+from ..store.base import Job, Store
 
 __all__ = ["Handler", "Worker", "wait_for"]
 
@@ -40,7 +39,7 @@ class Worker:
     store.
     """
 
-    def __init__(self, store: SQLiteStore, embedder: Embedder, *, batch: int = 32,
+    def __init__(self, store: Store, embedder: Embedder, *, batch: int = 32,
                  lease_s: float = 60.0, backoff_s: float = 2.0,
                  handlers: dict[str, Handler] | None = None,
                  tick: Callable[[], object] | None = None, tick_every_s: float = 30.0,
@@ -176,7 +175,7 @@ class Worker:
         return self._thread is not None and self._thread.is_alive()
 
 
-def wait_for(store: SQLiteStore, worker: Worker, job_ids: set[str],
+def wait_for(store: Store, worker: Worker, job_ids: set[str],
              timeout: float | None) -> tuple[set[str], set[str]]:
     """Block until none of ``job_ids`` is queued or running; return the ids still pending
     (at the timeout) and those that failed for good."""

@@ -19,7 +19,7 @@ from pydantic import BaseModel, ConfigDict, Field
 from .._inputs import check_label, parse_scope
 from ..errors import RememError, ValidationError
 from ..model import new_id
-from ..store import SQLiteStore
+from ..store.base import Store
 
 __all__ = ["SCOPES", "ApiKey", "KeyStore", "NewKey", "UnknownKeyError", "parse_scopes"]
 
@@ -82,9 +82,6 @@ def _hash(key: str) -> str:
     return hashlib.sha256(key.encode("utf-8")).hexdigest()
 
 
-_COLUMNS = "id, hash, org_id, user_id, scopes, name, created_at, revoked_at, last_used_at"
-
-
 def _key(row: tuple[Any, ...]) -> ApiKey:
     kid, _, org, user, scopes, name, created, revoked, used = row
     # times are epoch seconds, read by pydantic as UTC datetimes
@@ -97,7 +94,7 @@ def _key(row: tuple[Any, ...]) -> ApiKey:
 class KeyStore:
     """The API keys kept in a store's ``api_keys`` table."""
 
-    def __init__(self, store: SQLiteStore) -> None:
+    def __init__(self, store: Store) -> None:
         self.store = store
         self._touched: dict[str, float] = {}
         self._seen_any = False
@@ -114,55 +111,43 @@ class KeyStore:
         key = _PREFIX + secrets.token_urlsafe(32)
         info = ApiKey(id=new_id("k_"), org_id=scope.org_id, user_id=scope.user_id, scopes=allowed,
                       name=name, created_at=datetime.now(timezone.utc))
-        with self.store.write() as conn:
-            conn.execute(
-                f"INSERT INTO api_keys ({_COLUMNS}) VALUES (?, ?, ?, ?, ?, ?, ?, NULL, NULL)",
-                (info.id, _hash(key), info.org_id, info.user_id, ",".join(allowed), name,
-                 info.created_at.timestamp()))
+        self.store.add_key((info.id, _hash(key), info.org_id, info.user_id, ",".join(allowed), name,
+                            info.created_at.timestamp(), None, None))
         return NewKey(key=key, info=info)
 
     def list(self) -> list[ApiKey]:
         """Every key, revoked ones too, oldest first."""
-        rows = self.store.conn.execute(f"SELECT {_COLUMNS} FROM api_keys ORDER BY created_at, id")
-        return [_key(r) for r in rows]
+        return [_key(r) for r in self.store.key_rows()]
 
     def get(self, key_id: str) -> ApiKey:
         """The key with this id."""
-        row = self.store.conn.execute(f"SELECT {_COLUMNS} FROM api_keys WHERE id = ?",
-                                      (key_id,)).fetchone()
-        if row is None:
+        rows = self.store.key_rows(key_id=key_id)
+        if not rows:
             raise UnknownKeyError(key_id)
-        return _key(row)
+        return _key(rows[0])
 
     def revoke(self, key_id: str) -> ApiKey:
         """Revoke a key for good; requests with it are refused from now on. Idempotent."""
-        with self.store.write() as conn:
-            found = conn.execute("UPDATE api_keys SET revoked_at = ? WHERE id = ? AND revoked_at IS NULL",
-                                 (time.time(), key_id)).rowcount
-            if not found and conn.execute("SELECT 1 FROM api_keys WHERE id = ?",
-                                          (key_id,)).fetchone() is None:
-                raise UnknownKeyError(key_id)
+        if not self.store.revoke_key(key_id, time.time()):
+            raise UnknownKeyError(key_id)
         return self.get(key_id)
 
     def any(self) -> bool:
         """True once any key was ever created: from then on every request needs a key.
         Keys are revoked, never deleted, so a True is kept rather than asked again."""
         if not self._seen_any:
-            self._seen_any = self.store.conn.execute(
-                "SELECT 1 FROM api_keys LIMIT 1").fetchone() is not None
+            self._seen_any = self.store.key_counts()[0] > 0
         return self._seen_any
 
     def active(self) -> int:
         """How many keys are not revoked."""
-        (count,) = self.store.conn.execute(
-            "SELECT COUNT(*) FROM api_keys WHERE revoked_at IS NULL").fetchone()
-        return int(count)
+        return self.store.key_counts()[1]
 
     def verify(self, key: str) -> ApiKey | None:
         """The stored key that ``key`` is (revoked or not), or None if it is no key of ours."""
         digest = _hash(key)
-        row = self.store.conn.execute(f"SELECT {_COLUMNS} FROM api_keys WHERE hash = ?",
-                                      (digest,)).fetchone()
+        rows = self.store.key_rows(digest=digest)
+        row = rows[0] if rows else None
         if row is None or not hmac.compare_digest(str(row[1]), digest):
             return None
         found = _key(row)
@@ -176,5 +161,4 @@ class KeyStore:
             if now - self._touched.get(key_id, 0.0) < _TOUCH_EVERY_S:
                 return
             self._touched[key_id] = now
-        with self.store.write() as conn:
-            conn.execute("UPDATE api_keys SET last_used_at = ? WHERE id = ?", (now, key_id))
+        self.store.touch_key(key_id, now)

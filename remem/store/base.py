@@ -3,14 +3,16 @@
 from __future__ import annotations
 
 from collections.abc import Iterable, Iterator, Sequence
+from contextlib import AbstractContextManager
 from dataclasses import dataclass, field
 from typing import Any, Protocol
 
 import numpy as np
 
-from ..model import HistoryEntry, MemoryItem, Page, Scope, Source
+from ..model import HistoryEntry, JobInfo, MemoryItem, Page, Scope, Source
 
-__all__ = ["Filters", "Job", "NewMemory", "Store"]
+__all__ = ["ApiKeyStore", "Filters", "GraphStore", "Job", "JobStore", "MemoryStore", "NewMemory",
+           "RecallStore", "Store", "TopicRowLike", "Transaction", "WorkingMemoryStore"]
 
 
 @dataclass(frozen=True)
@@ -54,8 +56,25 @@ class Job:
     attempts: int
 
 
-class Store(Protocol):
-    """Persistence of episodes, memories, passages, vectors, history, edges and jobs.
+@dataclass(frozen=True)
+class Transaction:
+    """An open transaction: opaque to the layers above; ``depth`` 0 is the outermost."""
+
+    depth: int
+
+
+class TopicRowLike(Protocol):
+    """One node of the mind map as a store returns it."""
+
+    rowid: int
+    parent: int | None
+    label: str
+    keywords: dict[str, int]
+    size: int
+
+
+class MemoryStore(Protocol):
+    """Episodes and memories: writes, reads, history, and the store's lifecycle.
 
     Every method that takes a ``scope`` enforces it in its query: nothing outside the
     scope is read, changed or returned. Memories are named by id at this boundary and
@@ -66,7 +85,16 @@ class Store(Protocol):
 
     def close(self) -> None: ...
 
-    # writes: each is one transaction
+    def transaction(self) -> AbstractContextManager[Transaction]:
+        """One transaction; nested inside another on the same thread, a savepoint (an
+        inner failure rolls back alone). Every write method joins the open one."""
+
+    def write(self) -> AbstractContextManager[Any]:
+        """A transaction that, nested inside another, joins it (commits with it)."""
+
+    def change_token(self) -> int:
+        """A number that grows with every committed write, by any process or thread."""
+
     def insert(self, items: Sequence[NewMemory], embed_job_id: str | None) -> None:
         """Memories with their passages, full text and sources, and one job that embeds
         the passages."""
@@ -78,30 +106,82 @@ class Store(Protocol):
     def set_status(self, memory_id: str, scope: Scope, status: str,
                    reason: str | None) -> MemoryItem: ...
 
+    def set_fields(self, memory_id: str, scope: Scope | None, *, action: str, reason: str | None,
+                   status: str | None = None, maturity: str | None = None,
+                   metadata: dict[str, Any] | None = None, pinned: bool | None = None) -> None:
+        """Change status, maturity, metadata or pinning, recorded as one history entry."""
+
     def purge(self, memory_id: str, scope: Scope) -> list[str]:
         """Delete a memory and every memory derived from it; return the deleted ids."""
 
-    # reads
     def get(self, memory_id: str, scope: Scope) -> MemoryItem: ...
 
     def get_rows(self, rowids: Iterable[int]) -> dict[int, MemoryItem]: ...
 
+    def items_by_id(self, ids: Sequence[str]) -> list[MemoryItem]:
+        """Memories by id, in insertion order, whatever their scope (for background jobs)."""
+
+    def rowids(self, ids: Sequence[str]) -> dict[str, int]: ...
+
     def page(self, scope: Scope, filters: Filters, limit: int, cursor: str | None) -> Page: ...
 
-    def export(self, scope: Scope, include_episodes: bool) -> Iterator[MemoryItem]: ...
+    def export(self, scope: Scope, include_episodes: bool) -> Iterator[MemoryItem]:
+        """Every memory in scope, whatever its status, oldest first."""
 
     def history(self, memory_id: str, scope: Scope) -> list[HistoryEntry]: ...
 
     def sources(self, rowids: Iterable[int]) -> dict[int, list[Source]]: ...
 
+    def recent_turns(self, scope: Scope, limit: int, *, before: str | None = None) -> list[MemoryItem]:
+        """The last ``limit`` active episodes of the scope (its session, when it names
+        one), oldest first; with ``before``, only those before that episode."""
+
+    def same_episode(self, scope: Scope, role: str | None, text: str,
+                     event_time: float | None) -> str | None:
+        """The id of an episode with this speaker, text and time in this session, if any."""
+
+    def session_seen(self, scope: Scope, before_rowid_of: str) -> bool:
+        """True when the session already had an episode before this one."""
+
+    def derived(self, scope: Scope, kinds: Sequence[str] | None = None, *,
+                statuses: Sequence[str] = ("active",), text: str | None = None,
+                limit: int = 500) -> list[MemoryItem]:
+        """Derived memories in the scope (any session), newest first."""
+
+    def all_scopes(self, org_id: str | None = None) -> Iterator[Scope]:
+        """Every (org, user, agent, project) that has derived memories (in one org)."""
+
+    def touch(self, memory_ids: Sequence[str], *, at: float | None = None) -> None:
+        """Count a use of each memory."""
+
+    def use_stats(self, memory_ids: Sequence[str]) -> dict[str, tuple[int, float | None]]: ...
+
+    def merge_into(self, memory_id: str, episode_ids: Sequence[str], *, metadata: dict[str, Any],
+                   maturity: str, reason: str) -> None:
+        """Add sources to a memory and record why, without a new text version."""
+
+    def supersede(self, old_id: str, new_id: str, *, at: float, reason: str) -> list[str]:
+        """Mark ``old_id`` superseded by ``new_id`` (valid until ``at``), link them, and flag
+        for review the memories derived from the old one; returns the flagged ids."""
+
     def stats(self) -> dict[str, Any]: ...
 
-    # recall channels: (memory rowid, score) best first, inside the scope and filters
+    def meta(self, key: str) -> str | None: ...
+
+    def set_meta(self, key: str, value: str) -> None: ...
+
+
+class RecallStore(Protocol):
+    """The recall channels: ``(memory rowid, score)`` best first, inside scope and filters."""
+
     def fulltext(self, terms: Sequence[str], scope: Scope, filters: Filters, limit: int,
                  context_weight: float = 0.5) -> list[tuple[int, float]]: ...
 
     def vector(self, query: np.ndarray, scope: Scope, filters: Filters,
                limit: int) -> list[tuple[int, float]]: ...
+
+    def time_window(self, start: float, end: float, scope: Scope, filters: Filters,
+                    limit: int) -> list[tuple[int, float]]: ...
 
     def roles(self, rowids: Sequence[int]) -> dict[int, str | None]:
         """Who said each memory (the role or speaker of an episode; None if derived)."""
@@ -110,30 +190,74 @@ class Store(Protocol):
                   filters: Filters) -> list[tuple[int, int]]:
         """Episodes next to the given ones in their session: ``(neighbor, seed)`` pairs."""
 
+    def accept(self, rowids: Sequence[int], scope: Scope, filters: Filters) -> set[int]:
+        """The subset of ``rowids`` inside the scope wall and passing the filters."""
+
+    def get_rows(self, rowids: Iterable[int]) -> dict[int, MemoryItem]: ...
+
+    def sources(self, rowids: Iterable[int]) -> dict[int, list[Source]]: ...
+
+
+class GraphStore(Protocol):
+    """Edges, entities and the mind map (topics)."""
+
+    def link(self, edges: Sequence[tuple[str, str, str, float]], *, add: bool = False) -> None:
+        """Create typed edges ``(src id, dst id, type, weight)``; with ``add``, an existing
+        edge is strengthened by ``weight``."""
+
     def edges_of(self, rowids: Sequence[int]) -> list[tuple[int, int, str, float]]:
         """Edges touching these memories: ``(rowid, other, type, weight)``."""
+
+    def set_entities(self, memory_id: str, names: Sequence[str]) -> None: ...
+
+    def with_entities(self, scope: Scope, names: Sequence[str], limit: int = 50) -> list[MemoryItem]:
+        """Active derived memories in the scope that mention any of ``names``."""
 
     def entity_neighbors(self, rowids: Sequence[int], limit: int = 50) -> list[tuple[int, int]]:
         """``(other, seed)``: memories mentioning an entity a seed mentions."""
 
-    def accept(self, rowids: Sequence[int], scope: Scope, filters: Filters) -> set[int]: ...
+    def topics(self, scope: Scope, *, exact: bool = True) -> Sequence[TopicRowLike]:
+        """The topics of exactly this scope, or with ``exact=False`` of every scope in it."""
+
+    def save_topic(self, scope: Scope, topic: Any, *, parent: int | None, label: str,
+                   keywords: dict[str, int], size: int) -> int:
+        """Create (``topic`` None) or rewrite a topic; returns its rowid."""
+
+    def place(self, memory_ids: Sequence[str], topic_rowid: int) -> None: ...
+
+    def topic_members(self, topic_rowids: Sequence[int], *, statuses: Sequence[str] = ("active",)
+                      ) -> dict[int, list[MemoryItem]]: ...
 
     def topic_members_for(self, terms: Sequence[str], scope: Scope, filters: Filters,
                           limit: int = 10) -> list[int]:
         """Key memories of the mind-map topic the query's words point to."""
 
-    def time_window(self, start: float, end: float, scope: Scope, filters: Filters,
-                    limit: int) -> list[tuple[int, float]]: ...
 
-    # background jobs
-    def unembedded(self, passage_rowids: Sequence[int]) -> list[tuple[int, str]]: ...
+class WorkingMemoryStore(Protocol):
+    """Each session's working memory."""
 
-    def put_vectors(self, rows: Sequence[tuple[int, np.ndarray]], done_jobs: Sequence[Job],
-                    renew_s: float | None = None) -> None: ...
+    def working_set(self, scope: Scope) -> list[tuple[MemoryItem, float]]:
+        """The session's working memory, hottest first, still active and in scope."""
+
+    def warm(self, scope: Scope, heats: dict[str, tuple[float, str]], size: int) -> list[str]:
+        """Raise the heat of memories in the session's working memory (adding them), then
+        evict the coldest beyond ``size``; returns the evicted ids."""
+
+
+class JobStore(Protocol):
+    """The durable job queue, the vectors its embed jobs write, and job control."""
+
+    def enqueue(self, kind: str, payload: dict[str, Any], *, job_id: str, priority: int = 0,
+                key: str | None = None, delay_s: float = 0.0, max_attempts: int = 5,
+                org_id: str | None = None) -> bool:
+        """Queue a job (in the open transaction, if any); False when ``key`` is taken."""
 
     def claim_jobs(self, kind: str, limit: int, lease_s: float) -> list[Job]: ...
 
     def release_jobs(self, jobs: Sequence[Job]) -> None: ...
+
+    def finish_job(self, job: Job, result: dict[str, Any] | None = None) -> None:
+        """Mark a claimed job done; raises LeaseLostError when another worker took it."""
 
     def fail_job(self, job: Job, error: str, retry_in: float | None) -> None: ...
 
@@ -141,6 +265,45 @@ class Store(Protocol):
 
     def job_states(self, job_ids: Sequence[str]) -> dict[str, str]: ...
 
-    def meta(self, key: str) -> str | None: ...
+    def has_pending(self, kinds: Sequence[str]) -> bool: ...
 
-    def set_meta(self, key: str, value: str) -> None: ...
+    def has_job_key(self, key: str) -> bool: ...
+
+    def quiet_sessions(self, before: float, limit: int = 100) -> list[tuple[Scope, float]]: ...
+
+    def jobs(self, *, state: str | None = None, kind: str | None = None,
+             org_id: str | None = None, limit: int = 50) -> list[JobInfo]: ...
+
+    def job(self, job_id: str, org_id: str | None = None) -> JobInfo: ...
+
+    def retry_job(self, job_id: str, org_id: str | None = None) -> JobInfo: ...
+
+    def cancel_job(self, job_id: str, org_id: str | None = None) -> JobInfo: ...
+
+    def prune_jobs(self, older_than_s: float) -> int: ...
+
+    def unembedded(self, passage_rowids: Sequence[int]) -> list[tuple[int, str]]: ...
+
+    def put_vectors(self, rows: Sequence[tuple[int, np.ndarray]], done_jobs: Sequence[Job],
+                    renew_s: float | None = None) -> None: ...
+
+    def put_memory_vectors(self, memory_id: str, vectors: Sequence[Any]) -> None: ...
+
+
+class ApiKeyStore(Protocol):
+    """API keys of the REST service, as rows of ``KEY_COLUMNS`` (hashes, never keys)."""
+
+    def add_key(self, row: Sequence[Any]) -> None: ...
+
+    def key_rows(self, *, key_id: str | None = None,
+                 digest: str | None = None) -> list[tuple[Any, ...]]: ...
+
+    def revoke_key(self, key_id: str, at: float) -> bool: ...
+
+    def key_counts(self) -> tuple[int, int]: ...
+
+    def touch_key(self, key_id: str, at: float) -> None: ...
+
+
+class Store(MemoryStore, RecallStore, GraphStore, WorkingMemoryStore, JobStore, ApiKeyStore, Protocol):
+    """Everything the layers above use; each adapter implements all of it."""

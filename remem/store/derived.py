@@ -17,7 +17,7 @@ from ..errors import JobNotFoundError, LeaseLostError, NotFoundError, Validation
 from ..model import JobInfo, MemoryItem, Scope
 from .base import Job
 from .rows import JOB_COLUMNS as _JOB_COLUMNS
-from .rows import TopicRow
+from .rows import KEY_COLUMNS, TopicRow
 from .rows import job_info as _job_info
 
 __all__ = ["DerivedOps", "TopicRow"]
@@ -392,18 +392,16 @@ class DerivedOps:
 
     def enqueue(self, kind: str, payload: dict[str, Any], *, job_id: str, priority: int = 0,
                 key: str | None = None, delay_s: float = 0.0, max_attempts: int = 5,
-                org_id: str | None = None, conn: sqlite3.Connection | None = None) -> bool:
-        """Queue a job (in ``conn``'s transaction if given); False when ``key`` is taken.
-        ``org_id`` is the org whose data it concerns (None: the whole store)."""
+                org_id: str | None = None) -> bool:
+        """Queue a job (in the caller's transaction if one is open); False when ``key`` is
+        taken. ``org_id`` is the org whose data it concerns (None: the whole store)."""
         now = time.time()
-        sql = ("INSERT OR IGNORE INTO jobs (id, kind, payload, priority, max_attempts, run_after, "
-               "idempotency_key, created_at, updated_at, org_id) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)")
-        args = (job_id, kind, json.dumps(payload, ensure_ascii=False), priority, max_attempts,
-                now + delay_s, key, now, now, org_id)
-        if conn is not None:
-            return conn.execute(sql, args).rowcount == 1
         with self.write() as c:
-            return c.execute(sql, args).rowcount == 1
+            return c.execute(
+                "INSERT OR IGNORE INTO jobs (id, kind, payload, priority, max_attempts, run_after, "
+                "idempotency_key, created_at, updated_at, org_id) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+                (job_id, kind, json.dumps(payload, ensure_ascii=False), priority, max_attempts,
+                 now + delay_s, key, now, now, org_id)).rowcount == 1
 
     def has_pending(self, kinds: Sequence[str]) -> bool:
         """True while a job of one of these kinds is queued and due, or running."""
@@ -513,4 +511,38 @@ class DerivedOps:
                 "AND (? IS NULL OR org_id = ?)", (org_id, org_id)):
             yield Scope(org_id=org, user_id=user, agent_id=agent, project=project)
 
+    # --- API keys -------------------------------------------------------------------------
 
+    def add_key(self, row: Sequence[Any]) -> None:
+        """Store a new API key (a row of ``KEY_COLUMNS``; only its hash, never the key)."""
+        with self.write() as conn:
+            conn.execute(f"INSERT INTO api_keys ({KEY_COLUMNS}) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)",
+                         tuple(row))
+
+    def key_rows(self, *, key_id: str | None = None, digest: str | None = None) -> list[tuple[Any, ...]]:
+        """API keys (all, or the one with this id or hash), oldest first."""
+        clauses, params = ["1"], []
+        for column, value in (("id", key_id), ("hash", digest)):
+            if value is not None:
+                clauses.append(f"{column} = ?")
+                params.append(value)
+        return [tuple(r) for r in self.conn.execute(
+            f"SELECT {KEY_COLUMNS} FROM api_keys WHERE {' AND '.join(clauses)} "
+            f"ORDER BY created_at, id", params)]
+
+    def revoke_key(self, key_id: str, at: float) -> bool:
+        """Revoke a key (a revoked one stays as it is); False when no key has this id."""
+        with self.write() as conn:
+            conn.execute("UPDATE api_keys SET revoked_at = ? WHERE id = ? AND revoked_at IS NULL",
+                         (at, key_id))
+            return conn.execute("SELECT 1 FROM api_keys WHERE id = ?", (key_id,)).fetchone() is not None
+
+    def key_counts(self) -> tuple[int, int]:
+        """How many keys were ever created, and how many are not revoked."""
+        row = self.conn.execute("SELECT COUNT(*), COUNT(revoked_at IS NULL OR NULL) FROM api_keys").fetchone()
+        return int(row[0]), int(row[1])
+
+    def touch_key(self, key_id: str, at: float) -> None:
+        """Record when a key was last used."""
+        with self.write() as conn:
+            conn.execute("UPDATE api_keys SET last_used_at = ? WHERE id = ?", (at, key_id))

@@ -9,7 +9,7 @@ from typing import Any
 
 from ..model import JobInfo, MemoryItem
 
-__all__ = ["COLUMNS", "JOB_COLUMNS", "TopicRow", "dt", "job_info", "row_to_item"]
+__all__ = ["COLUMNS", "JOB_COLUMNS", "KEY_COLUMNS", "TopicRow", "dt", "job_info", "row_to_item"]
 
 #: The memory columns, in the order :func:`row_to_item` reads them (alias ``m``).
 COLUMNS = (
@@ -58,3 +58,6 @@ class TopicRow:
         self.label = label
         self.keywords = keywords
         self.size = size
+
+#: The API key columns, in the order the key records are read and written.
+KEY_COLUMNS = "id, hash, org_id, user_id, scopes, name, created_at, revoked_at, last_used_at"

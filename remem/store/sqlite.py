@@ -32,7 +32,7 @@ from ..errors import (
 )
 from ..model import HistoryEntry, MemoryItem, Page, Scope, Source
 from ..text import estimate_tokens, segment
-from .base import Filters, Job, NewMemory
+from .base import Filters, Job, NewMemory, Transaction
 from .clauses import filters_sql, scope_sql
 from .derived import DerivedOps
 from .rows import COLUMNS as _COLUMNS
@@ -193,6 +193,31 @@ class SQLiteStore(DerivedOps):
             raise
         finally:
             self._local.depth = 0
+
+    @contextmanager
+    def transaction(self) -> Iterator[Transaction]:
+        """One write transaction; nested inside another on this thread, a savepoint, so
+        an inner failure rolls back alone (and the outer one may go on)."""
+        depth = getattr(self._local, "depth", 0)
+        if not depth:
+            with self.write():
+                yield Transaction(0)
+            return
+        conn, name = self.conn, f"remem_{depth}"
+        conn.execute(f"SAVEPOINT {name}")
+        self._local.depth = depth + 1
+        try:
+            yield Transaction(depth)
+        except BaseException as exc:
+            conn.execute(f"ROLLBACK TO {name}")
+            conn.execute(f"RELEASE {name}")
+            if isinstance(exc, sqlite3.Error):
+                raise StoreError(f"writing to {self.path} failed: {exc}") from exc
+            raise
+        else:
+            conn.execute(f"RELEASE {name}")
+        finally:
+            self._local.depth = depth
 
     def close(self) -> None:
         """Close every connection; idempotent."""

