@@ -11,7 +11,8 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_valida
 
 from .errors import ConfigError
 
-__all__ = ["AgentConfig", "Config", "RetrievalConfig", "ServerConfig", "default_path"]
+__all__ = ["AgentConfig", "Config", "RetrievalConfig", "ServerConfig", "default_path", "is_url",
+           "resolve_store"]
 
 
 class RetrievalConfig(BaseModel):
@@ -208,3 +209,13 @@ def default_path(environ: Mapping[str, str] | None = None) -> Path:
     env = os.environ if environ is None else environ
     home = env.get("REMEM_HOME") or str(Path.home() / ".remem")
     return Path(home) / "remem.db"
+
+
+def is_url(target: str | os.PathLike[str] | None) -> bool:
+    """True when a store target is a URL (``scheme://...``) rather than a file path."""
+    return isinstance(target, str) and "://" in target
+
+
+def resolve_store(target: str | os.PathLike[str]) -> str:
+    """A store target as a stable string: a URL as it is, a file path made absolute."""
+    return str(target) if is_url(target) else str(Path(target).expanduser().resolve())

@@ -24,7 +24,7 @@ from remem.serve import create_app
 HASH = Config(embedder="hash")
 
 
-def open_memory(path: Path, config: Config = HASH) -> Memory:
+def open_memory(path: str | Path, config: Config = HASH) -> Memory:
     """A Memory on ``path`` with the hashing embedder (fast; no model to load)."""
     return Memory(path, config=config)
 
@@ -54,7 +54,7 @@ def running(app: FastAPI) -> Iterator[str]:
 
 
 @contextmanager
-def service(path: Path, config: Config = HASH, **server: Any) -> Iterator[tuple[Memory, httpx.Client]]:
+def service(path: str | Path, config: Config = HASH, **server: Any) -> Iterator[tuple[Memory, httpx.Client]]:
     """A Memory on ``path`` served over HTTP, and a client for it (no key set)."""
     memory = open_memory(path, config)
     try:

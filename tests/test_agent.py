@@ -14,13 +14,15 @@ from standin_chat import Reply, StandInChatServer, answer
 from remem import Config, Memory
 from remem.config import AgentConfig
 
+pytestmark = pytest.mark.backends
+
 HASH = Config(embedder="hash")
 WEB = {"user_id": "alice", "project": "web"}
 
 
 @pytest.fixture
-def mem(tmp_path: Path) -> Iterator[Memory]:
-    with Memory(tmp_path / "agent.db", config=HASH) as m:
+def mem(store_target: str | Path) -> Iterator[Memory]:
+    with Memory(store_target, config=HASH) as m:
         yield m
 
 
@@ -317,7 +319,7 @@ def chat_server() -> Iterator[Callable[..., StandInChatServer]]:
         s.close()
 
 
-def llm_memory(path: Path, base_url: str) -> Memory:
+def llm_memory(path: str | Path, base_url: str) -> Memory:
     return Memory(path, config=Config(
         embedder="hash", job_backoff_s=0.01,
         agent=AgentConfig(extractor="llm", llm_base_url=base_url, llm_model="stand-in",
@@ -325,23 +327,23 @@ def llm_memory(path: Path, base_url: str) -> Memory:
 
 
 def test_llm_extraction_through_the_queue_writes_memories(
-        tmp_path: Path, chat_server: Callable[..., StandInChatServer]) -> None:
+        store_target: str | Path, chat_server: Callable[..., StandInChatServer]) -> None:
     server = chat_server(
         answer({"topic": "tooling", "kinds": ["preference"]}),
         answer({"memories": [{"kind": "preference", "text": "User prefers pnpm over npm",
                               "subject": "user", "sources": [1], "confidence": 0.9}]}),
         answer({"verdicts": [{"candidate": 1, "supported": True, "subject_ok": True, "reason": ""}]}),
     )
-    with llm_memory(tmp_path / "llm.db", server.base_url) as m:
+    with llm_memory(store_target, server.base_url) as m:
         say(m, "I prefer pnpm over npm.", "s1")
         (memory,) = m.list(**WEB)
         assert memory.text == "User prefers pnpm over npm" and memory.metadata["rule"] == "llm.preference"
 
 
 def test_a_failing_llm_leaves_a_visible_failed_job_and_the_turns_searchable(
-        tmp_path: Path, chat_server: Callable[..., StandInChatServer]) -> None:
+        store_target: str | Path, chat_server: Callable[..., StandInChatServer]) -> None:
     server = chat_server(*[Reply(status=500, body=json.dumps({"error": "overloaded"}))] * 40)
-    with llm_memory(tmp_path / "llm.db", server.base_url) as m:
+    with llm_memory(store_target, server.base_url) as m:
         r = m.add([{"role": "user", "content": "I prefer pnpm over npm."}], session_id="s1", **WEB)
 
         assert m.flush(timeout=30) is False

@@ -19,6 +19,8 @@ import pytest
 
 from remem import Config, Memory
 
+pytestmark = pytest.mark.backends
+
 HASH = Config(embedder="hash")
 #: episodes only: these tests count the rows that writers add, not what is derived from them
 EPISODES = Config(embedder="hash", agent={"extractor": "off"})

@@ -11,12 +11,14 @@ import pytest
 from remem import Config, Memory, ValidationError
 from remem.govern import ScreenPolicy, trust_of
 
+pytestmark = pytest.mark.backends
+
 API = {"user_id": "bo", "project": "api"}
 
 
 @pytest.fixture
-def mem(tmp_path: Path) -> Iterator[Memory]:
-    with Memory(tmp_path / "g.db", config=Config(embedder="hash")) as m:
+def mem(store_target: str | Path) -> Iterator[Memory]:
+    with Memory(store_target, config=Config(embedder="hash")) as m:
         yield m
 
 

@@ -21,6 +21,8 @@ pytest.importorskip("mcp")
 
 from mcp import ClientSession, StdioServerParameters, stdio_client  # noqa: E402
 
+pytestmark = pytest.mark.backends
+
 TOOLS = {"memory_bootstrap", "memory_recall", "memory_remember", "memory_update", "memory_forget",
          "memory_feedback", "memory_for_files", "memory_check_command", "memory_list", "memory_get",
          "skill_list", "skill_get"}
@@ -42,10 +44,12 @@ def _env(tmp_path: Path) -> dict[str, str]:
 
 
 @asynccontextmanager
-async def connect(tmp_path: Path, cwd: Path, *args: str) -> AsyncIterator[ClientSession]:
-    """A client session with ``remem mcp ARGS`` started in ``cwd``."""
+async def connect(tmp_path: Path, cwd: Path, *args: str,
+                  db: str | Path | None = None) -> AsyncIterator[ClientSession]:
+    """A client session with ``remem mcp ARGS`` on the store ``db`` started in ``cwd``."""
+    db = db if db is not None else tmp_path / "m.db"
     params = StdioServerParameters(command=sys.executable,
-                                   args=["-m", "remem", "mcp", "--db", str(tmp_path / "m.db"), *args],
+                                   args=["-m", "remem", "mcp", "--db", str(db), *args],
                                    env=_env(tmp_path), cwd=str(cwd))
     with open(tmp_path / "server.log", "w") as log:
         async with stdio_client(params, errlog=log) as (read, write):
@@ -90,9 +94,9 @@ async def tools_resources_and_prompts_are_described(s: ClientSession) -> None:
 
 
 def test_remembered_conventions_come_back_in_bootstrap_recall_and_file_views_and_go_stale(
-        tmp_path: Path, project: Path) -> None:
+        tmp_path: Path, project: Path, store_target: str | Path) -> None:
     async def run() -> None:
-        async with connect(tmp_path, project) as s:
+        async with connect(tmp_path, project, db=store_target) as s:
             await tools_resources_and_prompts_are_described(s)
             stored = await call(s, "memory_remember", kind="convention",
                                 text="main() in src/app.py must stay free of side effects",
@@ -128,14 +132,15 @@ def test_remembered_conventions_come_back_in_bootstrap_recall_and_file_views_and
             assert "small commits" in prompt.messages[0].content.text
     anyio.run(run)
     # the scope came from the command line defaults: $REMEM_USER and the git root's name
-    with Memory(tmp_path / "m.db", config=Config(embedder="hash")) as m:
+    with Memory(store_target, config=Config(embedder="hash")) as m:
         assert len(m.list(user_id="alice", project="shop", kinds=["convention"])) == 1
 
 
 def test_check_command_gives_the_known_fix_and_corrections_keep_their_history(
-        tmp_path: Path, project: Path) -> None:
+        tmp_path: Path, project: Path, store_target: str | Path) -> None:
     async def run() -> None:
-        async with connect(tmp_path, project, "--user", "bob", "--project", "web") as s:
+        async with connect(tmp_path, project, "--user", "bob", "--project", "web",
+                           db=store_target) as s:
             assert "No known pitfalls" in await call(s, "memory_check_command",
                                                      command="python manage.py test")
             stored = await call(s, "memory_remember", kind="pitfall",
@@ -171,13 +176,13 @@ def test_check_command_gives_the_known_fix_and_corrections_keep_their_history(
             listed = await call(s, "skill_list")
             assert "release (candidate)" in listed
             assert "make release" in await call(s, "skill_get", name="release")
-            with Memory(tmp_path / "m.db", config=Config(embedder="hash")) as m:  # a person approves it
+            with Memory(store_target, config=Config(embedder="hash")) as m:  # a person approves it
                 (skill,) = m.skills(user_id="bob", project="web")
                 m.approve_skill(skill.id, user_id="bob", project="web")
             assert "release (approved)" in await call(s, "skill_list")
             assert (await call(s, "skill_get", name="release")).startswith("---\nname: release")
     anyio.run(run)
-    with Memory(tmp_path / "m.db", config=Config(embedder="hash")) as m:
+    with Memory(store_target, config=Config(embedder="hash")) as m:
         assert m.list(user_id="bob", project="web", kinds=["pitfall"], include_inactive=True)
         assert not m.list(user_id="alice", kinds=["pitfall"], include_inactive=True)
 

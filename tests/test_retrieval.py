@@ -16,7 +16,7 @@ from remem.retrieve.query import analyse, time_span
 from remem.text import estimate_tokens
 
 # these tests are about episodes: the memory agent stays off
-pytestmark = pytest.mark.usefixtures("episodes_only")
+pytestmark = [pytest.mark.usefixtures("episodes_only"), pytest.mark.backends]
 EPISODES_ONLY = AgentConfig(extractor="off")
 
 

@@ -18,6 +18,8 @@ from remem.cli import app
 from remem.serve.keys import KeyStore
 from remem.serve.run import check_bind, is_loopback
 
+pytestmark = pytest.mark.backends
+
 
 def bearer(key: str) -> dict[str, str]:
     return {"Authorization": f"Bearer {key}"}
@@ -36,7 +38,7 @@ class Secured:
 
 
 @contextmanager
-def secured_service(path: Path) -> Iterator[Secured]:
+def secured_service(path: str | Path) -> Iterator[Secured]:
     with service(path) as (memory, client):
         keys = KeyStore(memory.store)
         yield Secured(
@@ -50,8 +52,8 @@ def secured_service(path: Path) -> Iterator[Secured]:
 
 
 @pytest.fixture
-def secured(tmp_path: Path) -> Iterator[Secured]:
-    with secured_service(tmp_path / "remem.db") as running:
+def secured(store_target: str | Path) -> Iterator[Secured]:
+    with secured_service(store_target) as running:
         yield running
 
 

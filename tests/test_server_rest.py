@@ -18,12 +18,14 @@ from typer.testing import CliRunner
 from remem import Config, Memory
 from remem.cli import app
 
+pytestmark = pytest.mark.backends
+
 Api = tuple[Memory, httpx.Client]
 
 
 @pytest.fixture
-def api(tmp_path: Path) -> Iterator[Api]:
-    with service(tmp_path / "remem.db") as pair:
+def api(store_target: str | Path) -> Iterator[Api]:
+    with service(store_target) as pair:
         yield pair
 
 
@@ -248,9 +250,9 @@ def test_prefetch_warms_a_sessions_working_memory(api: Api) -> None:
     assert missing.status_code == 422 and missing.json()["error"]["field"] == "body.session_id"
 
 
-def test_jobs_can_be_listed_cancelled_and_retried(tmp_path: Path) -> None:
+def test_jobs_can_be_listed_cancelled_and_retried(store_target: str | Path) -> None:
     held = Config(embedder="hash", run_worker=False)  # no worker: jobs stay queued
-    with service(tmp_path / "remem.db", held) as (_, client):
+    with service(store_target, held) as (_, client):
         added = client.post("/v1/memories", json={"messages": "hello"}).json()
         queued = client.get("/v1/jobs", params={"state": "queued"}).json()["jobs"]
         assert set(added["job_ids"]) <= {job["id"] for job in queued}
@@ -264,9 +266,9 @@ def test_jobs_can_be_listed_cancelled_and_retried(tmp_path: Path) -> None:
         assert client.get("/v1/jobs", params={"state": "sleeping"}).status_code == 422
 
 
-def test_an_add_whose_jobs_are_cancelled_still_ends_its_wait(tmp_path: Path) -> None:
+def test_an_add_whose_jobs_are_cancelled_still_ends_its_wait(store_target: str | Path) -> None:
     held = Config(embedder="hash", run_worker=False)  # no worker: jobs stay queued
-    with service(tmp_path / "remem.db", held) as (_, client), \
+    with service(store_target, held) as (_, client), \
             client.stream("GET", "/v1/events/stream") as stream:
         events = EventReader(stream)
         added = client.post("/v1/memories", json={"messages": "hello"}).json()

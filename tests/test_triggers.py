@@ -12,12 +12,14 @@ import pytest
 from remem import Config, Memory
 from remem.schedule import Trigger
 
+pytestmark = pytest.mark.backends
+
 WEB = {"user_id": "alice", "project": "web"}
 
 
 @pytest.fixture
-def mem(tmp_path: Path) -> Iterator[Memory]:
-    with Memory(tmp_path / "t.db", config=Config(embedder="hash", run_worker=False)) as m:
+def mem(store_target: str | Path) -> Iterator[Memory]:
+    with Memory(store_target, config=Config(embedder="hash", run_worker=False)) as m:
         yield m
 
 

@@ -79,7 +79,8 @@ def endpoint(db: str | os.PathLike[str] | None = None,
     """The daemon endpoint for a store file (None: the default store) under the
     ``REMEM_*`` settings of ``environ``: the same settings always meet the same daemon."""
     env = os.environ if environ is None else environ
-    store = str(Path(db).expanduser().resolve()) if db is not None else None
+    # a store URL names a server; a path is made absolute (standard library only here)
+    store = None if db is None else str(db) if "://" in str(db) else str(Path(db).expanduser().resolve())
     settings = sorted((k, v) for k, v in env.items()
                       if k.startswith("REMEM_") and k not in ("REMEM_HOOK_DEADLINE_S", "REMEM_DAEMON"))
     from .. import __version__

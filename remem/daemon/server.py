@@ -93,7 +93,7 @@ class HookDaemon:
     @property
     def memory(self) -> Memory:
         if self._memory is None:
-            self._memory = Memory(Path(self.ep.db) if self.ep.db else None, config=Config.from_env())
+            self._memory = Memory(self.ep.db or None, config=Config.from_env())
         return self._memory
 
     # --- requests ---------------------------------------------------------------------

@@ -11,6 +11,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from ..config import resolve_store
 from .files import Outcome
 
 __all__ = ["AGENT_GUIDE", "Change", "hook_command", "is_remem_command", "mcp_server_entry",
@@ -51,7 +52,7 @@ def remem_argv(*args: str) -> list[str]:
 
 
 def _db_args(db: str | os.PathLike[str] | None) -> list[str]:
-    return ["--db", str(Path(db).expanduser().resolve())] if db is not None else []
+    return ["--db", resolve_store(db)] if db is not None else []
 
 
 def hook_command(event: str, *, agent: str = "claude-code",

@@ -36,7 +36,6 @@ import re
 import sys
 import threading
 from collections.abc import Callable
-from pathlib import Path
 from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict
@@ -250,7 +249,7 @@ def answer(event: str, payload: HookInput, *, agent_name: Agent = "claude-code",
     if event not in known:
         return {} if agent_name == "cursor" else None
     scope = resolve_scope(user=user, project=project, cwd=payload.where)
-    memory = Memory(Path(db) if db is not None else None, config=Config.from_env())
+    memory = Memory(db, config=Config.from_env())
     try:
         agent = AgentMemory(memory, scope)
         out = reply(event, payload, agent, agent_name=agent_name)

@@ -11,7 +11,6 @@ from __future__ import annotations
 import os
 from collections.abc import Iterator
 from contextlib import contextmanager
-from pathlib import Path
 from typing import TYPE_CHECKING, Annotated, Literal
 
 from pydantic import Field
@@ -270,7 +269,7 @@ def serve(*, transport: Literal["stdio", "http"] = "stdio", host: str = "127.0.0
     """Run the MCP server on stdio or streamable HTTP (``http://host:port/mcp``) until it
     is stopped; the store is opened first and closed after."""
     _sdk()  # say what to install before the store is opened
-    memory = Memory(Path(db) if db is not None else None)
+    memory = Memory(db)
     try:
         server = build_server(AgentMemory(memory, scope))
         if transport == "stdio":

@@ -6,17 +6,13 @@ import os
 from pathlib import Path
 from urllib.parse import unquote, urlsplit
 
+from ..config import is_url
 from ..errors import ConfigError
 from .base import Store
 
 __all__ = ["create_store", "is_url", "sqlite_path"]
 
 _POSTGRES = ("postgresql", "postgres")
-
-
-def is_url(target: str | os.PathLike[str]) -> bool:
-    """True when ``target`` is a URL (``scheme://...``) rather than a file path."""
-    return isinstance(target, str) and "://" in target
 
 
 def sqlite_path(target: str | os.PathLike[str]) -> Path | str:
