@@ -11,10 +11,13 @@ import time
 from collections import Counter
 from pathlib import Path
 
+import pytest
 from standin_chat import Reply, StandInChatServer, answer
 
 from remem import Config, Memory
 from remem.config import AgentConfig
+
+pytestmark = pytest.mark.backends
 
 WORKER = [sys.executable, "-c", "from remem.cli import main; main()", "worker"]
 
@@ -32,8 +35,8 @@ def wait_until(check, timeout: float = 30.0) -> None:  # type: ignore[no-untyped
         time.sleep(0.05)
 
 
-def test_a_worker_killed_in_the_middle_of_a_job_is_taken_over_once(tmp_path: Path) -> None:
-    db = tmp_path / "crash.db"
+def test_a_worker_killed_in_the_middle_of_a_job_is_taken_over_once(store_target: str | Path) -> None:
+    db = store_target
     # the first request hangs (the model is "thinking") until the worker is killed
     server = StandInChatServer([Reply(content="{}", delay_s=30), CLASSIFIED, EXTRACTED, VERIFIED])
     env = {**os.environ, "REMEM_EMBEDDER": "hash", "REMEM_EXTRACTOR": "llm",
@@ -79,8 +82,9 @@ with Memory(path, config=Config(embedder="hash")) as m:
 """
 
 
-def test_two_processes_adding_at_once_extract_every_episode_exactly_once(tmp_path: Path) -> None:
-    db = tmp_path / "two.db"
+def test_two_processes_adding_at_once_extract_every_episode_exactly_once(
+        store_target: str | Path) -> None:
+    db = store_target
     procs = [subprocess.Popen([sys.executable, "-c", ADDER, str(db), tag, "150"])
              for tag in ("a", "b")]
     assert [p.wait(timeout=300) for p in procs] == [0, 0]
@@ -98,8 +102,9 @@ def test_two_processes_adding_at_once_extract_every_episode_exactly_once(tmp_pat
     assert memories and set(cited.values()) == {1}
 
 
-def test_flush_in_a_new_process_waits_for_what_a_dead_one_left_queued(tmp_path: Path) -> None:
-    db = tmp_path / "left.db"
+def test_flush_in_a_new_process_waits_for_what_a_dead_one_left_queued(
+        store_target: str | Path) -> None:
+    db = store_target
     quiet = Config(embedder="hash", run_worker=False)
     with Memory(db, config=quiet) as m:  # a process that queued work and died before it ran
         m.add([{"role": "user", "content": "I prefer pnpm over npm."}], user_id="alice")
