@@ -18,7 +18,6 @@ from __future__ import annotations
 
 import json
 import os
-import sqlite3
 import subprocess
 import sys
 import tempfile
@@ -153,22 +152,28 @@ def _stop(env: dict[str, str]) -> None:
 
 def _locked(env: dict[str, str], root: Path, hook: list[str], db: Path, lock_s: float) -> dict[str, Any]:
     """Fire shell-command hooks while another writer holds the store, then count."""
+    from ..config import Config
     from ..memory import Memory
 
     with Memory(db) as m:
         before = len(m.list(kinds=["event"], user_id="bench", project=root.name, limit=1000))
-    lock = sqlite3.connect(db, isolation_level=None)
     fired, wall = 0, []
-    lock.execute("BEGIN EXCLUSIVE")
-    try:
-        end = time.monotonic() + lock_s
-        while time.monotonic() < end:
-            data = json.dumps(_payload("PostToolUse", root, 1000 + fired)).encode()
-            wall.append(_fire([*hook, "PostToolUse"], data, env, root))
-            fired += 1
-    finally:
-        lock.execute("ROLLBACK")
-        lock.close()
+
+    class _Held(Exception):
+        """Ends the held write transaction without writing."""
+
+    # an open write transaction is what another writer holding the store looks like
+    with Memory(db, config=Config.from_env(run_worker=False)) as holder:
+        try:
+            with holder.store.transaction():
+                end = time.monotonic() + lock_s
+                while time.monotonic() < end:
+                    data = json.dumps(_payload("PostToolUse", root, 1000 + fired)).encode()
+                    wall.append(_fire([*hook, "PostToolUse"], data, env, root))
+                    fired += 1
+                raise _Held
+        except _Held:
+            pass
     _wait_for_daemon(env)
     with Memory(db) as m:
         after = len(m.list(kinds=["event"], user_id="bench", project=root.name, limit=1000))

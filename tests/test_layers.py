@@ -1,0 +1,52 @@
+"""The import graph: only the store imports a database driver.
+
+Read from the source (no module is imported), so the test also covers modules whose
+optional dependencies are not installed.
+"""
+
+from __future__ import annotations
+
+import ast
+from pathlib import Path
+
+import remem
+
+ROOT = Path(remem.__file__).parent
+DRIVERS = ("sqlite3", "psycopg", "psycopg_pool", "pgvector", "sqlite_vec")
+#: a benchmark baseline that is an FTS5 index of its own, compared with remem; not a store
+OWN_DATABASE = {"bench/baselines.py"}
+
+
+def imports(path: Path) -> set[str]:
+    tree = ast.parse(path.read_text(encoding="utf-8"))
+    found: set[str] = set()
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Import):
+            found |= {alias.name.split(".")[0] for alias in node.names}
+        elif isinstance(node, ast.ImportFrom) and node.level == 0 and node.module:
+            found.add(node.module.split(".")[0])
+    return found
+
+
+def test_no_module_above_the_store_imports_a_database_driver() -> None:
+    offenders = {}
+    for path in sorted(ROOT.rglob("*.py")):
+        name = path.relative_to(ROOT).as_posix()
+        if name.startswith("store/") or name in OWN_DATABASE:
+            continue
+        drivers = imports(path) & set(DRIVERS)
+        if drivers:
+            offenders[name] = sorted(drivers)
+    assert offenders == {}
+
+
+def test_the_layers_above_the_store_name_no_adapter() -> None:
+    offenders = []
+    for path in sorted(ROOT.rglob("*.py")):
+        name = path.relative_to(ROOT).as_posix()
+        if name.startswith("store/"):
+            continue
+        text = path.read_text(encoding="utf-8")
+        if "store.sqlite" in text or "store.postgres" in text or "SQLiteStore" in text:
+            offenders.append(name)
+    assert offenders == []
