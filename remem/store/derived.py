@@ -16,6 +16,7 @@ from typing import Any
 from ..errors import JobNotFoundError, LeaseLostError, NotFoundError, ValidationError
 from ..model import JobInfo, MemoryItem, Scope
 from .base import Job
+from .policy import HEAT_DECAY, REVIEW_NOTE
 from .rows import JOB_COLUMNS as _JOB_COLUMNS
 from .rows import KEY_COLUMNS, TopicRow
 from .rows import job_info as _job_info
@@ -170,7 +171,7 @@ class DerivedOps:
                 "WHERE e.dst = ? AND e.type = 'derived_from' AND m.status = 'active'",
                 (old[0],)).fetchall()
             for rowid, _, meta in flagged:
-                data = {**json.loads(meta), "review": f"derived from {old_id}, now superseded"}
+                data = {**json.loads(meta), "review": REVIEW_NOTE.format(old_id=old_id)}
                 conn.execute("UPDATE memories SET metadata = ? WHERE rowid = ?",
                              (json.dumps(data, ensure_ascii=False), rowid))
         return [i for _, i, _ in flagged]
@@ -370,8 +371,8 @@ class DerivedOps:
         now = time.time()
         ids = self.rowids(list(heats))
         with self.write() as conn:
-            conn.execute("UPDATE working_memory SET heat = heat * 0.8 WHERE org_id = ? "
-                         "AND session_id = ?", (scope.org_id, scope.session_id))
+            conn.execute("UPDATE working_memory SET heat = heat * ? WHERE org_id = ? "
+                         "AND session_id = ?", (HEAT_DECAY, scope.org_id, scope.session_id))
             conn.executemany(
                 "INSERT INTO working_memory VALUES (?, ?, ?, ?, ?, ?, ?) "
                 "ON CONFLICT (org_id, session_id, memory_rowid) DO UPDATE SET "

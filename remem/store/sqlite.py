@@ -35,6 +35,7 @@ from ..text import estimate_tokens, segment
 from .base import Filters, Job, NewMemory, Transaction
 from .clauses import filters_sql, scope_sql
 from .derived import DerivedOps
+from .policy import COALESCE_PREFIX, purge_closure
 from .rows import COLUMNS as _COLUMNS
 from .rows import dt as _dt
 from .rows import row_to_item as _row_to_item
@@ -460,18 +461,7 @@ class SQLiteStore(DerivedOps):
     def purge(self, memory_id: str, scope: Scope) -> list[str]:
         """Delete a memory for good, with every memory derived from it."""
         with self.write() as conn:
-            todo = [self._rowid(conn, memory_id, scope)]
-            doomed: dict[int, None] = {}
-            while todo:
-                rowid = todo.pop()
-                if rowid in doomed:
-                    continue
-                doomed[rowid] = None
-                todo += [r for (r,) in conn.execute(
-                    "SELECT memory_rowid FROM memory_sources WHERE episode_rowid = ? "
-                    "UNION SELECT src FROM edges WHERE dst = ? AND type = 'derived_from'",
-                    (rowid, rowid),
-                )]
+            doomed = purge_closure(self._rowid(conn, memory_id, scope), self.derived_of)
             marks = ",".join("?" * len(doomed))
             ids = [i for (i,) in conn.execute(
                 f"SELECT id FROM memories WHERE rowid IN ({marks})", list(doomed))]
@@ -479,6 +469,12 @@ class SQLiteStore(DerivedOps):
             conn.execute(f"DELETE FROM memories WHERE rowid IN ({marks})", list(doomed))
             self._refresh_context(conn, near)  # no neighbour keeps a purged turn's words
         return ids
+
+    def derived_of(self, rowid: int) -> list[int]:
+        """The memories made from this one: cited as a source, or linked ``derived_from``."""
+        return [r for (r,) in self.conn.execute(
+            "SELECT memory_rowid FROM memory_sources WHERE episode_rowid = ? "
+            "UNION SELECT src FROM edges WHERE dst = ? AND type = 'derived_from'", (rowid, rowid))]
 
     # --- reads ------------------------------------------------------------------------
 
@@ -736,7 +732,7 @@ class SQLiteStore(DerivedOps):
             # waits: once the job runs, the same work may be queued again
             conn.executemany(
                 "UPDATE jobs SET state = 'running', attempts = attempts + 1, lease_until = ?, "
-                "updated_at = ?, idempotency_key = CASE WHEN idempotency_key LIKE 'coalesce:%' "
+                f"updated_at = ?, idempotency_key = CASE WHEN idempotency_key LIKE '{COALESCE_PREFIX}%' "
                 "THEN NULL ELSE idempotency_key END WHERE rowid = ?",
                 [(now + lease_s, now, r[0]) for r in rows],
             )

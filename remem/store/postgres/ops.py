@@ -16,6 +16,7 @@ from ...errors import JobNotFoundError, LeaseLostError, NotFoundError, Validatio
 from ...model import JobInfo, MemoryItem, Scope
 from ..base import Filters, Job
 from ..clauses import filters_sql, scope_sql
+from ..policy import HEAT_DECAY, REVIEW_NOTE
 from ..rows import COLUMNS, JOB_COLUMNS, KEY_COLUMNS, TopicRow, job_info
 
 __all__ = ["PostgresOps"]
@@ -146,7 +147,7 @@ class PostgresOps:
                 "AND m.rowid = e.src WHERE e.dst = %s AND e.type = 'derived_from' "
                 "AND m.status = 'active' ORDER BY m.rowid", (old,))
             for rowid, _, meta in flagged:
-                data = {**json.loads(meta), "review": f"derived from {old_id}, now superseded"}
+                data = {**json.loads(meta), "review": REVIEW_NOTE.format(old_id=old_id)}
                 self._run("UPDATE memories SET metadata = %s WHERE org_id = %s AND rowid = %s",
                           (json.dumps(data, ensure_ascii=False), org, rowid))
         return [i for _, i, _ in flagged]
@@ -325,8 +326,8 @@ class PostgresOps:
         ids = self.rowids(list(heats))
         key = (scope.org_id, scope.session_id)
         with self.transaction():
-            self._run("UPDATE working_memory SET heat = heat * 0.8 WHERE org_id = %s "
-                      "AND session_id = %s", key)
+            self._run("UPDATE working_memory SET heat = heat * %s WHERE org_id = %s "
+                      "AND session_id = %s", (HEAT_DECAY, *key))
             self._many(
                 "INSERT INTO working_memory (org_id, user_id, session_id, memory_rowid, heat, reason, "
                 "added_at) VALUES (%s, %s, %s, %s, %s, %s, %s) "

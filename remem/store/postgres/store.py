@@ -36,6 +36,7 @@ from ...model import HistoryEntry, MemoryItem, Page, Scope, Source
 from ...text import estimate_tokens, segment
 from ..base import Filters, Job, NewMemory, Transaction
 from ..clauses import filters_sql, scope_sql
+from ..policy import COALESCE_PREFIX, purge_closure
 from ..rows import COLUMNS, dt, row_to_item
 from .ops import PostgresOps
 from .schema import MIGRATIONS, SCHEMA_VERSION
@@ -412,15 +413,7 @@ class PostgresStore(PostgresOps):
 
     def purge(self, memory_id: str, scope: Scope) -> list[str]:
         with self.transaction():
-            todo = [self._rowid(memory_id, scope)]
-            doomed: dict[int, None] = {}
-            while todo:
-                rowid = todo.pop()
-                if rowid in doomed:
-                    continue
-                doomed[rowid] = None
-                todo += self.derived_of(rowid)
-            keys = list(doomed)
+            keys = purge_closure(self._rowid(memory_id, scope), self.derived_of)
             ids = [i for (i,) in self._all("SELECT id FROM memories WHERE rowid = ANY(%s)", (keys,))]
             near = self._around(keys)
             self._run("DELETE FROM memories WHERE rowid = ANY(%s)", (keys,))
@@ -639,8 +632,9 @@ class PostgresStore(PostgresOps):
         with self.transaction():
             rows = self._local.conn.execute(
                 f"UPDATE jobs j SET state = 'running', attempts = j.attempts + 1, lease_until = %s, "
-                f"updated_at = %s, idempotency_key = CASE WHEN j.idempotency_key LIKE 'coalesce:%%' "
-                f"THEN NULL ELSE j.idempotency_key END FROM (SELECT org_id, rowid FROM jobs "
+                f"updated_at = %s, idempotency_key = CASE WHEN "
+                f"starts_with(j.idempotency_key, '{COALESCE_PREFIX}') THEN NULL ELSE j.idempotency_key END "
+                f"FROM (SELECT org_id, rowid FROM jobs "
                 f"WHERE {ready} ORDER BY priority DESC, rowid LIMIT %s FOR UPDATE SKIP LOCKED) c "
                 f"WHERE j.org_id = c.org_id AND j.rowid = c.rowid "
                 f"RETURNING j.rowid, j.id, j.kind, j.payload, j.attempts, j.priority",
