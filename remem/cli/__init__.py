@@ -22,6 +22,7 @@ def _app() -> Any:
         commands,
         demo,
         memory_agent,
+        migrate,
         serve,
         transfer,
     )

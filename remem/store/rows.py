@@ -9,7 +9,8 @@ from typing import Any
 
 from ..model import JobInfo, MemoryItem
 
-__all__ = ["COLUMNS", "JOB_COLUMNS", "KEY_COLUMNS", "TopicRow", "dt", "job_info", "row_to_item"]
+__all__ = ["COLUMNS", "JOB_COLUMNS", "KEY_COLUMNS", "LOCAL_META", "TRANSFER", "TopicRow", "dt",
+           "job_info", "row_to_item"]
 
 #: The memory columns, in the order :func:`row_to_item` reads them (alias ``m``).
 COLUMNS = (
@@ -61,3 +62,28 @@ class TopicRow:
 
 #: The API key columns, in the order the key records are read and written.
 KEY_COLUMNS = "id, hash, org_id, user_id, scopes, name, created_at, revoked_at, last_used_at"
+
+#: What ``remem migrate`` copies, table by table in this order, as adapter-neutral rows
+#: (ids and row ids kept, so references stay valid; ``vec`` is float32 bytes or None).
+TRANSFER: dict[str, tuple[str, ...]] = {
+    "meta": ("key", "value"),
+    "topics": ("rowid", "parent", "org_id", "user_id", "agent_id", "project", "label", "keywords",
+               "size", "created_at", "updated_at"),
+    "memories": ("rowid", "id", "kind", "raw", "text", "role", "subject", "status", "maturity",
+                 "version", "pinned", "org_id", "user_id", "agent_id", "project", "session_id",
+                 "metadata", "event_time", "observed_at", "created_at", "updated_at", "valid_from",
+                 "valid_to", "topic_rowid", "use_count", "used_at"),
+    "memory_sources": ("memory_rowid", "episode_rowid"),
+    "passages": ("rowid", "memory_rowid", "seq", "text", "tokens", "vec"),
+    "versions": ("rowid", "memory_rowid", "version", "action", "text", "status", "reason", "at"),
+    "edges": ("src", "dst", "type", "weight", "created_at"),
+    "entities": ("name", "memory_rowid"),
+    "working_memory": ("org_id", "user_id", "session_id", "memory_rowid", "heat", "reason",
+                       "added_at"),
+    "api_keys": tuple(KEY_COLUMNS.split(", ")),
+    "jobs": ("rowid", "id", "kind", "payload", "state", "priority", "attempts", "max_attempts",
+             "run_after", "lease_until", "last_error", "idempotency_key", "created_at",
+             "updated_at", "org_id"),
+}
+#: Meta keys that belong to one store and are not copied (its own counters).
+LOCAL_META = ("changes", "vector_generation")

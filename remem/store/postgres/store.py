@@ -38,6 +38,7 @@ from ..base import Filters, Job, NewMemory, Transaction
 from ..clauses import filters_sql, scope_sql
 from ..policy import COALESCE_PREFIX, purge_closure
 from ..rows import COLUMNS, dt, row_to_item
+from .copy import PostgresCopy
 from .ops import PostgresOps
 from .schema import MIGRATIONS, SCHEMA_VERSION
 
@@ -73,7 +74,7 @@ def masked(url: str) -> str:
     return re.sub(r"(://[^:/@]+):[^@]*@", r"\1:***@", url)
 
 
-class PostgresStore(PostgresOps):
+class PostgresStore(PostgresOps, PostgresCopy):
     """Episodes, memories, passages, full text, vectors, history, edges, jobs and keys in
     one PostgreSQL database (with the ``vector`` extension).
 
@@ -103,6 +104,20 @@ class PostgresStore(PostgresOps):
         except BaseException:
             self.close()
             raise
+
+    @staticmethod
+    def stored_embedder(url: str) -> tuple[str, int] | None:
+        """The embedder name and dimension an existing database records (None: not a
+        remem store yet); nothing is changed."""
+        try:
+            with psycopg.connect(url, autocommit=True) as conn:
+                if conn.execute("SELECT to_regclass('meta')").fetchone()[0] is None:
+                    return None
+                rows = dict(conn.execute("SELECT key, value FROM meta WHERE org_id = '' "
+                                         "AND key IN ('embedder', 'dim')").fetchall())
+        except psycopg.Error as exc:
+            raise StoreError(f"cannot open the PostgreSQL store {masked(url)}: {exc}") from exc
+        return (rows["embedder"], int(rows["dim"])) if len(rows) == 2 else None
 
     # --- connections and transactions -------------------------------------------------
 
