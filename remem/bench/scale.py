@@ -103,11 +103,12 @@ def _fill_vectors(memory: Memory, texts: list[str], embed: bool, seed: int = 7) 
 
 def run(n: int = 100_000, queries: int = 200, progress: bool = True, embed: bool = False,
         path: str | None = None) -> dict[str, Any]:
-    """Ingest ``n`` memories into one scope and time ``queries`` searches."""
+    """Ingest ``n`` memories into one scope and time ``queries`` searches; ``path`` is
+    the store to fill (a new file, or the URL of an empty database)."""
     texts = synthetic_texts(n)
     with tempfile.TemporaryDirectory(prefix="remem-scale-") as tmp:
-        db = Path(path or Path(tmp) / "scale.db")
-        memory = Memory(db, config=Config(run_worker=False))
+        # a store URL (an empty PostgreSQL database) or a file; default a temporary file
+        memory = Memory(path or Path(tmp) / "scale.db", config=Config(run_worker=False))
         try:
             start = time.perf_counter()
             batch = 100
@@ -149,4 +150,5 @@ def run(n: int = 100_000, queries: int = 200, progress: bool = True, embed: bool
         "embed_per_s": round(embed_rate, 1),
         "vectors": "embedded" if embed else "synthetic (real embeddings of 512 texts plus noise)",
         "size_bytes": size,
+        "store": "postgresql" if path and "://" in str(path) else "sqlite",
     }

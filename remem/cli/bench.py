@@ -200,16 +200,19 @@ def injection(
 def scale(
     n: Annotated[int, typer.Option("--n", min=1, help="How many memories to store.")] = 100_000,
     queries: Annotated[int, typer.Option(min=1, help="How many searches to time.")] = 200,
+    store: Annotated[str | None, typer.Option(
+        "--store", metavar="URL", help="An empty store to fill, e.g. postgresql://user@host/db "
+        "(default: a new temporary SQLite file).")] = None,
     progress: ProgressOpt = True,
     as_json: JsonOpt = False,
 ) -> None:
     """Measure write and search speed with N memories in one store.
 
-    Example: remem bench scale --n 10000 --json
+    Example: remem bench scale --n 10000 --store postgresql://remem@localhost/bench --json
     """
     run = load_runner("scale")
     with boundary():
-        result = run(n=n, queries=queries, progress=progress)
+        result = run(n=n, queries=queries, progress=progress, path=store)
     report(f"scale (n={n})", result, as_json)
 
 
