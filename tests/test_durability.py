@@ -113,3 +113,30 @@ def test_flush_in_a_new_process_waits_for_what_a_dead_one_left_queued(
         assert m.flush(timeout=60)
         assert {j.state for j in m.jobs()} == {"done"}
         assert [x.text for x in m.list(user_id="alice")] == ["User prefers pnpm over npm"]
+
+
+def test_three_workers_share_one_queue_and_run_each_job_once(store_target: str | Path) -> None:
+    quiet = Config(embedder="hash", run_worker=False)
+    with Memory(store_target, config=quiet) as m:  # the turns of 40 sessions, nothing run yet
+        for i in range(40):
+            m.add([{"role": "user", "content": f"I prefer tool{i}x for the build."}],
+                  user_id="u", session_id=f"s{i}")
+        queued = {j.id for j in m.jobs(limit=1000)}
+    env = {**os.environ, "REMEM_EMBEDDER": "hash"}
+    workers = [subprocess.Popen([*WORKER, "--db", str(store_target)], env=env,
+                                stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL) for _ in range(3)]
+    try:
+        with Memory(store_target, config=quiet) as m:
+            wait_until(lambda: {j.state for j in m.jobs(limit=1000)} == {"done"}, timeout=120)
+            jobs = m.jobs(limit=1000)
+            memories = list(m.export(user_id="u", include_episodes=False))
+    finally:
+        for w in workers:
+            w.send_signal(signal.SIGTERM)
+        codes = [w.wait(timeout=30) for w in workers]
+
+    assert codes == [0, 0, 0]
+    assert queued <= {j.id for j in jobs}
+    assert all(j.attempts == 1 for j in jobs)  # no job was run twice
+    cited = Counter(s for x in memories for s in x.sources)
+    assert len(cited) > 20 and set(cited.values()) == {1}  # no turn was extracted twice
