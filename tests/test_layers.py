@@ -7,9 +7,14 @@ optional dependencies are not installed.
 from __future__ import annotations
 
 import ast
+import sys
 from pathlib import Path
 
+import pytest
+
 import remem
+from remem import Config, ConfigError, Memory
+from remem.store import create_store
 
 ROOT = Path(remem.__file__).parent
 DRIVERS = ("sqlite3", "psycopg", "psycopg_pool", "pgvector", "sqlite_vec")
@@ -50,3 +55,17 @@ def test_the_layers_above_the_store_name_no_adapter() -> None:
         if "store.sqlite" in text or "store.postgres" in text or "SQLiteStore" in text:
             offenders.append(name)
     assert offenders == []
+
+
+def test_a_postgresql_url_without_the_driver_says_what_to_install(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setitem(sys.modules, "psycopg", None)
+    with pytest.raises(ConfigError, match=r"pip install 'remem\[postgres\]'"):
+        create_store("postgresql://remem@localhost/remem", dim=8, embedder="unit")
+    with pytest.raises(ConfigError, match="unknown store URL scheme 'redis'"):
+        Memory("redis://localhost/0", config=Config(embedder="hash"))
+
+
+def test_a_store_url_reaches_the_configuration() -> None:
+    config = Config.from_env({"REMEM_STORE_URL": "postgresql://remem@db/remem"})
+    assert config.store == "postgresql://remem@db/remem"
+    assert Config.from_env({}).store is None
