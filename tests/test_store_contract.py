@@ -281,6 +281,13 @@ def test_fulltext_stems_english_and_finds_chinese_words(store: Store) -> None:
     assert len(hits) == 2 and all(score > 0 for _, score in hits)
 
 
+def test_fulltext_weighs_a_rare_word_above_a_common_one(store: Store) -> None:
+    store.insert([episode(f"e_{i}", f"the billing service restarted again {i}") for i in range(8)]
+                 + [episode("e_rare", "Priya restarted")], None)
+    best = store.fulltext(["priya", "billing", "service"], ALICE, ALL, 5)
+    assert best[0][0] == rowid(store, "e_rare")
+
+
 def test_fulltext_weighs_the_neighbouring_turns_less(store: Store) -> None:
     s1 = Scope(user_id="alice", session_id="s1")
     store.insert([episode("e_q", "which port does the api use?", s1, at=1.0),

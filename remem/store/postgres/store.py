@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import json
 import logging
+import math
 import re
 import threading
 import time
@@ -59,6 +60,7 @@ M = "%s"
 _LOCK = 0x52454D4D  # advisory lock held while migrating ("REMM")
 _CONTEXT_CHARS = 1000  # of each neighbouring turn, in an episode's full-text context
 TSCONFIG = "english"
+_DF_CAP = 10_000  # documents counted at most for one term's frequency
 
 
 def _scope(scope: Scope, alias: str = "m") -> tuple[str, list[Any]]:
@@ -541,29 +543,46 @@ class PostgresStore(PostgresOps, PostgresCopy):
             f"SELECT m.rowid FROM memories m WHERE m.rowid = ANY(%s) AND {where} AND {fwhere}",
             [list(rowids), *params, *fparams])}
 
+    def _idf(self, terms: Sequence[str]) -> list[float]:
+        """Each term's inverse document frequency over the whole store, as BM25 weighs
+        it; the count of a very common word stops at ``_DF_CAP`` (it weighs little then)."""
+        plain = f"plainto_tsquery('{TSCONFIG}', %s)"
+        counts = ", ".join(f"(SELECT COUNT(*) FROM (SELECT 1 FROM passages WHERE body @@ {plain} "
+                           f"LIMIT {_DF_CAP}) d)" for _ in terms)
+        row = self._one(f"SELECT (SELECT reltuples FROM pg_class WHERE oid = 'passages'::regclass), "
+                        f"{counts}", list(terms))
+        assert row is not None
+        n = float(row[0] or 0)
+        if n < _DF_CAP * 5:  # an estimate is coarse on a small table: count it
+            n = float(self._one("SELECT COUNT(*) FROM passages")[0])  # type: ignore[index]
+        return [math.log(1 + (max(n, df) - df + 0.5) / (df + 0.5)) for df in row[1:]]
+
     def fulltext(self, terms: Sequence[str], scope: Scope, filters: Filters, limit: int,
                  context_weight: float = 0.5) -> list[tuple[int, float]]:
-        """Rank over passages (higher is better), best passage per memory; words found
-        only in the neighbouring turns count ``context_weight`` as much. The scope wall
-        and the filters are inside the query."""
-        terms = [t for t in terms if t.strip()]
+        """Rank over passages (higher is better), best passage per memory: each term's
+        ``ts_rank`` weighed by its rarity in the store, as BM25 does; words found only in
+        the neighbouring turns count ``context_weight`` as much. The scope wall and the
+        filters are inside the query."""
+        terms = list(dict.fromkeys(t for t in terms if t.strip()))
         if not terms:
             return []
-        query = " || ".join([f"plainto_tsquery('{TSCONFIG}', %s)"] * len(terms))
+        plain = f"plainto_tsquery('{TSCONFIG}', %s)"
         weights = f"{{{float(context_weight)!r}, 0, 0, 1.0}}"
         doc = "setweight(p.body, 'A') || setweight(p.context, 'D')"
         match = "(p.body @@ q.q OR p.context @@ q.q)" if context_weight else "p.body @@ q.q"
+        score = " + ".join(f"%s * ts_rank('{weights}'::real[], {doc}, {plain}, 1)" for _ in terms)
         where, params = _scope(scope)
         fwhere, fparams = _filters(filters)
+        weighed = [x for term, idf in zip(terms, self._idf(terms), strict=True) for x in (idf, term)]
         rows = self._all(
-            f"WITH q AS (SELECT {query} AS q) "
-            f"SELECT p.memory_rowid, ts_rank('{weights}'::real[], {doc}, q.q, 1) AS s "
+            f"WITH q AS (SELECT {' || '.join([plain] * len(terms))} AS q) "
+            f"SELECT p.memory_rowid, {score} AS s "
             f"FROM q, passages p JOIN memories m ON m.org_id = p.org_id AND m.rowid = p.memory_rowid "
             f"WHERE {match} AND {where} AND {fwhere} ORDER BY s DESC, p.rowid LIMIT %s",
-            [*terms, *params, *fparams, limit * 2])
+            [*terms, *weighed, *params, *fparams, limit * 2])
         best: dict[int, float] = {}
-        for rowid, score in rows:
-            best.setdefault(rowid, float(score))
+        for rowid, score_ in rows:
+            best.setdefault(rowid, float(score_))
         return list(best.items())[:limit]
 
     def vector(self, query: np.ndarray, scope: Scope, filters: Filters,
