@@ -88,11 +88,21 @@ def create_extractor(config: Config, reader: Reader) -> Extractor | None:
     return RulesExtractor(reader=reader)
 
 
+#: Every kind a search or a listing can be narrowed to.
+FILTER_KINDS = tuple(dict.fromkeys((*KINDS, *EPISODE_KINDS)))
+
+
 def _kinds(kinds: str | Sequence[str] | None) -> tuple[str, ...] | None:
-    """``kinds`` as a tuple; one kind may be given as a plain string."""
+    """``kinds`` as a tuple (one kind may be given as a plain string); ValidationError
+    for a name that is not a kind, which would otherwise match nothing, silently."""
     if kinds is None:
         return None
-    return (kinds,) if isinstance(kinds, str) else tuple(kinds)
+    given = (kinds,) if isinstance(kinds, str) else tuple(kinds)
+    for kind in given:
+        if kind not in FILTER_KINDS:
+            raise ValidationError("kind", f"{kind!r} is not a kind of memory; use one of "
+                                           f"{', '.join(FILTER_KINDS)}")
+    return given
 
 
 def _failed(event: Any) -> bool:

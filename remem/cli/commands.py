@@ -67,7 +67,7 @@ def add(
     Example: remem add "We deploy with make ship" --user alice --project web
     """
     metadata = parse_meta(meta or [])
-    with open_memory(db) as m:
+    with open_memory(db, create=True) as m:
         result = m.add({"role": role, "content": text}, timestamp=timestamp,
                        metadata=metadata or None,
                        **scope(org, user, agent, project, session))
@@ -238,6 +238,25 @@ def stats(db: DbOpt = None, as_json: JsonOpt = False) -> None:
 
 
 @app.command()
+def init(db: DbOpt = None, as_json: JsonOpt = False) -> None:
+    """Create an empty store (or open an existing one) and print where it is.
+
+    Commands that only read (list, search, stats...) never create a store; this one and
+    the commands that add do.
+
+    Example: remem init --db team.db
+    """
+    with open_memory(db, create=True) as m:
+        result = m.stats()
+    if as_json:
+        print_json({"path": result.path, "schema_version": result.schema_version,
+                    "embedder": result.embedder, "memories": result.memories})
+    else:
+        typer.echo(f"store ready at {result.path} (schema {result.schema_version}, "
+                   f"{result.memories} memories)")
+
+
+@app.command()
 def reembed(
     db: DbOpt = None,
     embedder: Annotated[str | None, typer.Option(
@@ -252,7 +271,7 @@ def reembed(
 
     with boundary():
         config = Config.from_env(**({"embedder": embedder} if embedder else {}))
-        with Memory(db, config=config, reembed=True) as m:
+        with Memory(db, config=config, reembed=True, create=False) as m:
             err_console().print(Text(f"re-embedding {m.stats().passages} passages..."))
             m.flush()
             out_console().print(Text(f"done: {m.stats().vectors} vectors with {m.embedder.name}"))

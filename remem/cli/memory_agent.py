@@ -47,7 +47,7 @@ def remember(
 
     Example: remem remember "Deploys go through make ship" --kind convention --project web
     """
-    with open_memory(db) as m:
+    with open_memory(db, create=True) as m:
         item = m.remember(text, kind=kind, subject=subject, pinned=pin,
                           **scope(org, user, agent, project, session))
     if as_json:
@@ -270,7 +270,7 @@ def worker(db: DbOpt = None) -> None:
 
     Example: remem worker --db /srv/remem.db
     """
-    with open_memory(db, Config.from_env(run_worker=False)) as m:
+    with open_memory(db, Config.from_env(run_worker=False), create=True) as m:
         stop = m.worker.stop
         signal.signal(signal.SIGTERM, lambda *_: stop())
         out_console().print(f"remem worker on {m.path}; Ctrl-C stops it")

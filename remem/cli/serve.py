@@ -61,7 +61,7 @@ def serve(
         given = {"host": host, "port": port, "upstream_base_url": upstream}
         server = ServerConfig.model_validate(
             {**config.server.model_dump(), **{k: v for k, v in given.items() if v is not None}})
-    with open_memory(db) as memory:
+    with open_memory(db, create=True) as memory:
         keys = KeyStore(memory.store)
         check_bind(server.host, keys)
         mode = (f"{keys.active()} active API key(s): requests need `Authorization: Bearer KEY`"
@@ -93,7 +93,7 @@ def keys_create(
     """
     from ..serve.keys import KeyStore
 
-    with open_memory(db) as memory:
+    with open_memory(db, create=True) as memory:
         created = KeyStore(memory.store).create(org, user_id=user, scopes=scopes, name=name)
     info = created.info
     if as_json:
