@@ -25,6 +25,7 @@ from ..memory import Memory
 from .output import err_console
 
 __all__ = [
+    "DEFAULT_ORG",
     "AgentOpt",
     "DbOpt",
     "JsonOpt",
@@ -128,6 +129,8 @@ DbOpt = Annotated[
     typer.Option("--db", metavar="PATH", dir_okay=False,
                  help="Store file (default: $REMEM_HOME/remem.db, i.e. ~/.remem/remem.db)."),
 ]
+#: The org of everything stored without an org id: single-user mode, the library's default.
+DEFAULT_ORG = "default"
 OrgOpt = Annotated[str | None, typer.Option("--org", help="Organisation id (default: 'default').")]
 UserOpt = Annotated[str | None, typer.Option("--user", help="User id the memories belong to.")]
 AgentOpt = Annotated[str | None, typer.Option("--agent", help="Agent id.")]

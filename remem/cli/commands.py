@@ -8,6 +8,7 @@ import typer
 from rich.text import Text
 
 from .app import (
+    DEFAULT_ORG,
     AgentOpt,
     DbOpt,
     JsonOpt,
@@ -216,9 +217,13 @@ def list_(
         print_json({"items": [item.model_dump(mode="json") for item in page],
                     "next_cursor": page.next_cursor})
         return
+    where = f"org {org or DEFAULT_ORG}" + (f", user {user}" if user else "") + \
+        (f", project {project}" if project else "")
     if not render_items(page, out_console()):
         hint = "" if episodes or kind else "; add --episodes to list raw episodes too"
-        err_console().print(Text(f"no memories{hint}"), style="yellow")
+        err_console().print(Text(f"no memories in {where}{hint}"), style="yellow")
+    else:
+        err_console().print(Text(f"{len(page)} in {where}"), style="dim")
     if page.next_cursor is not None:
         err_console().print(Text(f"more: --cursor {page.next_cursor}"), style="dim")
 
@@ -235,6 +240,8 @@ def stats(db: DbOpt = None, as_json: JsonOpt = False) -> None:
         print_json(result.model_dump(mode="json"))
     else:
         render_stats(result, out_console())
+        err_console().print(Text(f"counts of every org in the file; what was stored without a "
+                                 f"key or --org is in org '{DEFAULT_ORG}'"), style="dim")
 
 
 @app.command()

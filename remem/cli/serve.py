@@ -10,7 +10,7 @@ from rich import box
 from rich.table import Table
 from rich.text import Text
 
-from .app import CONTEXT, DbOpt, JsonOpt, app, boundary, fail, open_memory
+from .app import CONTEXT, DEFAULT_ORG, DbOpt, JsonOpt, app, boundary, fail, open_memory
 from .output import err_console, out_console, print_json, when
 
 keys_app = typer.Typer(
@@ -67,12 +67,16 @@ def serve(
         mode = (f"{keys.active()} active API key(s): requests need `Authorization: Bearer KEY`"
                 if keys.any() else "single-user mode, no API keys (add one with `remem keys create`)")
         console = err_console()
-        console.print(Text(f"remem: serving {memory.path} at {_url(server.host, server.port)} - {mode}"))
-        console.print(Text(f"API docs: {_url(server.host, server.port)}/docs"), style="dim")
-        if server.upstream_base_url:
-            console.print(Text(f"chat proxy: /v1/chat/completions -> {server.upstream_base_url}"),
-                          style="dim")
-        run(memory, server)
+
+        def ready() -> None:  # the port is open: a client may connect from now on
+            console.print(Text(f"remem: serving {memory.path} at {_url(server.host, server.port)} "
+                               f"- {mode}"))
+            console.print(Text(f"API docs: {_url(server.host, server.port)}/docs"), style="dim")
+            if server.upstream_base_url:
+                console.print(Text(f"chat proxy: /v1/chat/completions -> {server.upstream_base_url}"),
+                              style="dim")
+
+        run(memory, server, ready=ready)
 
 
 @keys_app.command("create")
@@ -105,6 +109,11 @@ def keys_create(
     console.print(Text(f"created {info.id} for {who}, scopes {','.join(info.scopes)}"))
     console.print(Text("Store the key now: it is shown only this once. "
                        "Clients send `Authorization: Bearer KEY`."), style="yellow")
+    if info.org_id != DEFAULT_ORG:
+        console.print(Text(f"Memories stored without a key (single-user mode) are in org "
+                           f"'{DEFAULT_ORG}', not '{info.org_id}': this key does not see them. "
+                           f"`remem list --org {DEFAULT_ORG}` lists them; a key created with "
+                           f"--org {DEFAULT_ORG} reaches them."), style="yellow", soft_wrap=True)
 
 
 @keys_app.command("list")
