@@ -73,7 +73,8 @@ def install(level: Level, root: Path, *, db: str | os.PathLike[str] | None = Non
     if parsed is not None and "remem" in (parsed.get("mcp_servers") or {}):
         raise ConfigError(f"{config} already has [mcp_servers.remem], not written by remem; "
                           "remove it first")
-    outcome = edit_text(config, CONFIG_BEGIN, CONFIG_END, _toml_block(mcp_server_entry(db, project=project, portable=False)))
+    entry = mcp_server_entry(db, project=project, portable=False)
+    outcome = edit_text(config, CONFIG_BEGIN, CONFIG_END, _toml_block(entry))
     try:
         _parse(config, config.read_text(encoding="utf-8"))
     except ConfigError:

@@ -100,7 +100,8 @@ def install(root: Path, *, db: str | os.PathLike[str] | None = None,
     server = mcp_server_entry(db, project=project)
     changes = [
         Change(mcp_file, edit_json(mcp_file, _add_server(server)), "MCP server 'remem'"),
-        Change(hooks_file, edit_json(hooks_file, _add_hooks(db, project)), f"hooks: {', '.join(CURSOR_EVENTS)}"),
+        Change(hooks_file, edit_json(hooks_file, _add_hooks(db, project)),
+               f"hooks: {', '.join(CURSOR_EVENTS)}"),
     ]
     rule = _rule()
     if rule_file.exists() and RULE_MARK not in rule_file.read_text(encoding="utf-8", errors="replace"):

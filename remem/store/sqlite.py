@@ -28,8 +28,8 @@ from ..errors import (
     EmbedderMismatchError,
     NotFoundError,
     SchemaVersionError,
-    StoreNotFoundError,
     StoreError,
+    StoreNotFoundError,
     ValidationError,
 )
 from ..model import HistoryEntry, MemoryItem, Page, Scope, Source
