@@ -9,6 +9,7 @@ from typing import Annotated
 
 import typer
 from rich.table import Table
+from rich.text import Text
 from rich.tree import Tree
 
 from ..config import Config
@@ -26,7 +27,7 @@ from .app import (
     scope,
 )
 from .commands import IdArg
-from .output import out_console, print_json, render_item, render_items
+from .output import WIDE, out_console, print_json, records, render_item, render_items, trim
 
 jobs_app = typer.Typer(help="Background jobs: list, retry, cancel.", no_args_is_help=False,
                        context_settings={"help_option_names": ["-h", "--help"]})
@@ -210,6 +211,17 @@ def decay(
 
 
 def _render_jobs(jobs: list[JobInfo]) -> None:
+    console = out_console()
+    if console.width < WIDE:  # records: a narrow table cuts ids, times and errors short
+        rows = []
+        for j in jobs:
+            head = Text(j.id, style="bold")
+            head.append(f"  {j.kind} · {j.state} · attempt {j.attempts}/{j.max_attempts} · "
+                        f"{j.updated_at:%Y-%m-%d %H:%M:%S}")
+            detail = j.last_error or ("" if j.result is None else str(j.result))
+            rows.append((head, [Text(trim(detail, 400))] if detail else []))
+        records(rows, console)
+        return
     table = Table(show_lines=False)
     table.add_column("id", no_wrap=True)
     for col in ("kind", "state", "attempts", "updated", "error / result"):
@@ -218,7 +230,7 @@ def _render_jobs(jobs: list[JobInfo]) -> None:
         detail = j.last_error or ("" if j.result is None else str(j.result))
         table.add_row(j.id, j.kind, j.state, f"{j.attempts}/{j.max_attempts}",
                       f"{j.updated_at:%Y-%m-%d %H:%M:%S}", detail[:80])
-    out_console().print(table)
+    console.print(table)
 
 
 @jobs_app.callback(invoke_without_command=True)

@@ -11,7 +11,7 @@ from rich.table import Table
 from rich.text import Text
 
 from .app import CONTEXT, DEFAULT_ORG, DbOpt, JsonOpt, app, boundary, fail, open_memory
-from .output import err_console, out_console, print_json, when
+from .output import WIDE, err_console, out_console, print_json, records, when
 
 keys_app = typer.Typer(
     help="API keys of the REST service (remem serve): create, list, revoke.",
@@ -133,6 +133,19 @@ def keys_list(db: DbOpt = None, as_json: JsonOpt = False) -> None:
         err_console().print("no API keys; the service runs in single-user mode on 127.0.0.1 "
                             "(create one with `remem keys create --org ORG`)", style="yellow")
         return
+    console = out_console()
+    if console.width < WIDE:  # records: seven columns do not fit a narrow terminal
+        rows = []
+        for key in keys:
+            head = Text(key.id, style="bold")
+            head.append("  active" if key.revoked_at is None else "  revoked",
+                        style="green" if key.revoked_at is None else "red")
+            parts = [f"org {key.org_id}", *([f"user {key.user_id}"] if key.user_id else []),
+                     f"scopes {', '.join(key.scopes)}", *([f"name {key.name}"] if key.name else []),
+                     f"last used {when(key.last_used_at) or 'never'}"]
+            rows.append((head, [Text(" · ".join(parts))]))
+        records(rows, console)
+        return
     table = Table(box=box.SIMPLE_HEAD)
     for column in ("id", "org", "user", "scopes", "name", "last used", "state"):
         table.add_column(column, no_wrap=column in ("id", "state"))
@@ -140,7 +153,7 @@ def keys_list(db: DbOpt = None, as_json: JsonOpt = False) -> None:
         state = Text("active", style="green") if key.revoked_at is None else Text("revoked", style="red")
         table.add_row(Text(key.id), Text(key.org_id), Text(key.user_id or ""),
                       Text(", ".join(key.scopes)), Text(key.name or ""), when(key.last_used_at), state)
-    out_console().print(table)
+    console.print(table)
 
 
 @keys_app.command("revoke")
