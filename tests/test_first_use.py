@@ -103,6 +103,37 @@ def test_export_takes_json(tmp_path: Path) -> None:
     assert block["block"].startswith("<!-- remem:begin -->") and block["memories"] == 0
 
 
+# their stdout is not theirs to use: the MCP protocol, the hook's answer to the agent, a tour
+NO_JSON = {"mcp", "hook", "demo"}
+
+
+def test_every_command_takes_json() -> None:
+    import typer.main
+
+    def walk(group: Any, prefix: str = "") -> list[tuple[str, Any]]:
+        found = []
+        for name, command in group.commands.items():
+            found += walk(command, f"{prefix}{name} ") if hasattr(command, "commands") \
+                else [(f"{prefix}{name}", command)]
+        return found
+
+    commands = walk(typer.main.get_command(app))
+    assert len(commands) > 30
+    lacking = {name for name, command in commands
+               if not any("--json" in p.opts for p in command.params)}
+    assert lacking == NO_JSON
+
+
+def test_install_and_uninstall_report_in_json(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    (tmp_path / ".git").mkdir()
+    monkeypatch.chdir(tmp_path)
+    done = json.loads(ok("install", "claude-code", "--json").stdout)
+    assert [(Path(c["path"]).name, c["outcome"]) for c in done] == [
+        (".mcp.json", "created"), ("settings.json", "created")]
+    undone = json.loads(ok("uninstall", "claude-code", "--json").stdout)
+    assert {c["outcome"] for c in undone} == {"removed"}
+
+
 def test_version() -> None:
     from remem import __version__
 
@@ -160,17 +191,23 @@ def test_serve_on_a_taken_port_says_so_in_one_line(tmp_path: Path) -> None:
     assert "serving" not in run.stdout + run.stderr
 
 
-def test_serve_says_serving_only_once_the_port_is_open(tmp_path: Path) -> None:
+@pytest.mark.parametrize("as_json", [False, True], ids=["text", "json"])
+def test_serve_says_serving_only_once_the_port_is_open(tmp_path: Path, as_json: bool) -> None:
     with socket.socket() as probe:
         probe.bind(("127.0.0.1", 0))
         port = probe.getsockname()[1]
     proc = subprocess.Popen([sys.executable, "-m", "remem", "serve", "--port", str(port),
-                             "--db", str(tmp_path / "s.db")], env=_env(tmp_path),
-                            stderr=subprocess.PIPE, text=True)
+                             "--db", str(tmp_path / "s.db"), *(["--json"] if as_json else [])],
+                            env=_env(tmp_path), stderr=subprocess.PIPE, stdout=subprocess.PIPE,
+                            text=True)
     try:
-        assert proc.stderr is not None
-        first = proc.stderr.readline()
-        assert first.startswith("remem: serving ") and f":{port}" in first
+        assert proc.stderr is not None and proc.stdout is not None
+        if as_json:
+            ready = json.loads(proc.stdout.readline())
+            assert ready["serving"] == f"http://127.0.0.1:{port}" and ready["api_keys"] == 0
+        else:
+            first = proc.stderr.readline()
+            assert first.startswith("remem: serving ") and f":{port}" in first
         # at once, no retry: the port accepts a connection as soon as the line is out
         with socket.create_connection(("127.0.0.1", port), timeout=30) as conn:
             conn.sendall(b"GET /v1/health HTTP/1.1\r\nHost: 127.0.0.1\r\nConnection: close\r\n\r\n")
@@ -179,5 +216,6 @@ def test_serve_says_serving_only_once_the_port_is_open(tmp_path: Path) -> None:
     finally:
         proc.terminate()
         proc.wait(timeout=30)
-        if proc.stderr is not None:
-            proc.stderr.close()
+        for stream in (proc.stderr, proc.stdout):
+            if stream is not None:
+                stream.close()

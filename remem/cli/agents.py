@@ -107,7 +107,10 @@ def _project_root(folder: Path | None) -> Path:
     return project_root(here) or here
 
 
-def _report(changes: list[Change], hint: str) -> None:
+def _report(changes: list[Change], hint: str, as_json: bool = False) -> None:
+    if as_json:
+        print_json([{"path": str(c.path), "outcome": c.outcome, "what": c.what} for c in changes])
+        return
     console = out_console()
     for change in changes:
         console.print(Text(str(change)), soft_wrap=True)
@@ -124,6 +127,7 @@ def install(
     user_level: GlobalOpt = False,
     folder: DirOpt = None,
     db: DbOpt = None,
+    as_json: JsonOpt = False,
 ) -> None:
     """Set a coding agent up to use remem: the MCP server, hooks, instructions.
 
@@ -151,7 +155,7 @@ def install(
         else:
             changes = codex.install(level, root, db=db, project=project)
             hint = "Restart Codex to load the MCP server."
-    _report(changes, hint)
+    _report(changes, hint, as_json)
     if level == "project" and shutil.which("remem") is None:
         err_console().print(Text("`remem` is not on PATH here: the agent starts `remem` from "
                                  "PATH, so install it where the agent can find it (e.g. pipx "
@@ -164,6 +168,7 @@ def uninstall(
     target: Annotated[Target, typer.Argument(help="The coding agent: claude-code, cursor or codex.")],
     user_level: GlobalOpt = False,
     folder: DirOpt = None,
+    as_json: JsonOpt = False,
 ) -> None:
     """Remove exactly what `remem install` added for a coding agent.
 
@@ -185,7 +190,7 @@ def uninstall(
             changes = cursor.uninstall(root)
         else:
             changes = codex.uninstall(level, root)
-    _report(changes, "")
+    _report(changes, "", as_json)
 
 
 @app.command(hidden=False)

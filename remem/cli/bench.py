@@ -342,6 +342,7 @@ def report_cmd(
     results: Annotated[Path, typer.Argument(
         exists=True, dir_okay=False, help="A results JSON written by remem bench run.")],
     plots: Annotated[bool, typer.Option(help="Draw PNG plots (needs matplotlib).")] = True,
+    as_json: JsonOpt = False,
 ) -> None:
     """Rebuild the Markdown report (and plots) of a results file, beside it.
 
@@ -354,4 +355,7 @@ def report_cmd(
             path = build_report(results, plots=plots)
         except (ValueError, KeyError) as exc:
             fail(f"{results}: not a results file of remem bench run ({exc})")
-    typer.echo(str(path))
+    if as_json:
+        typer.echo(json.dumps({"report": str(path)}))
+    else:
+        typer.echo(str(path))

@@ -268,6 +268,7 @@ def reembed(
     db: DbOpt = None,
     embedder: Annotated[str | None, typer.Option(
         help="Embedder to switch to (default: the configured one, REMEM_EMBEDDER).")] = None,
+    as_json: JsonOpt = False,
 ) -> None:
     """Rebuild every vector with the configured embedder, e.g. after switching models.
 
@@ -281,4 +282,8 @@ def reembed(
         with Memory(db, config=config, reembed=True, create=False) as m:
             err_console().print(Text(f"re-embedding {m.stats().passages} passages..."))
             m.flush()
-            out_console().print(Text(f"done: {m.stats().vectors} vectors with {m.embedder.name}"))
+            vectors = m.stats().vectors
+            if as_json:
+                print_json({"vectors": vectors, "embedder": m.embedder.name})
+            else:
+                out_console().print(Text(f"done: {vectors} vectors with {m.embedder.name}"))

@@ -276,7 +276,7 @@ def cancel(job_id: Annotated[str, typer.Argument(help="A queued or failed job's 
 
 
 @app.command()
-def worker(db: DbOpt = None) -> None:
+def worker(db: DbOpt = None, as_json: JsonOpt = False) -> None:
     """Run background jobs in this process until interrupted (for servers: start one or
     more beside the processes that add; they share the store).
 
@@ -285,7 +285,10 @@ def worker(db: DbOpt = None) -> None:
     with open_memory(db, Config.from_env(run_worker=False), create=True) as m:
         stop = m.worker.stop
         signal.signal(signal.SIGTERM, lambda *_: stop())
-        out_console().print(f"remem worker on {m.path}; Ctrl-C stops it")
+        if as_json:
+            print_json({"worker": str(m.path)})
+        else:
+            out_console().print(f"remem worker on {m.path}; Ctrl-C stops it")
         try:
             m.worker.run_forever()
         except KeyboardInterrupt:

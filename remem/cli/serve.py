@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import importlib.util
+import json
 from typing import Annotated
 
 import typer
@@ -43,6 +44,7 @@ def serve(
         metavar="URL", help="OpenAI-compatible endpoint the chat proxy forwards to, e.g. "
         "http://localhost:11434/v1 (its key: REMEM_SERVER_UPSTREAM_API_KEY).")] = None,
     db: DbOpt = None,
+    as_json: JsonOpt = False,
 ) -> None:
     """Serve the memory over HTTP: the REST API under /v1 (docs at /docs), an event
     stream, and an OpenAI-compatible chat proxy at /v1/chat/completions.
@@ -69,6 +71,11 @@ def serve(
         console = err_console()
 
         def ready() -> None:  # the port is open: a client may connect from now on
+            if as_json:  # one line on stdout a script can wait for
+                typer.echo(json.dumps({"serving": _url(server.host, server.port),
+                                       "store": str(memory.path), "api_keys": keys.active(),
+                                       "upstream": server.upstream_base_url}))
+                return
             console.print(Text(f"remem: serving {memory.path} at {_url(server.host, server.port)} "
                                f"- {mode}"))
             console.print(Text(f"API docs: {_url(server.host, server.port)}/docs"), style="dim")
