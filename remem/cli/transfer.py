@@ -22,7 +22,7 @@ import typer
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeRemainingColumn
 
 from .._inputs import parse_events, parse_messages, parse_scope, parse_time
-from ..config import Config
+from ..config import Config, default_path
 from ..errors import ValidationError
 from ..integrations.scope import AgentScope, resolve_scope
 from ..memory import Memory
@@ -341,7 +341,10 @@ def _import_instructions(fmt: str, path: Path | None, *, dry_run: bool, wait: bo
     start = (path.parent if path is not None else Path.cwd()).expanduser().resolve()
     where = _agent_scope(org, user, agent, project, start)
     source = path if path is not None else _default_source(fmt, project_root(start) or start)
-    with open_memory(db, create=not dry_run) as m:
+    store = db if db is not None else default_path()
+    if dry_run and not store.exists():  # nothing known yet: compare with nothing, leave nothing
+        store = Path(":memory:")
+    with open_memory(store, create=True) as m:
         done = import_files(AgentMemory(m, where), cast(Format, fmt), source, dry_run=dry_run)
         if wait and not dry_run:
             m.flush()
