@@ -20,6 +20,7 @@ CONVENTIONS = [
     "Deploys go through make ship",
     "We build the images with podman rather than docker",
     "Write commit messages in the imperative mood",
+    "安装依赖用 uv，不要用 pip",
 ]
 
 WARNS = [
@@ -27,6 +28,7 @@ WARNS = [
     ("npm run build", "pnpm"),
     ("flake8 src tests", "ruff"),
     ("docker build -t web .", "podman"),
+    ("pip install requests", "uv"),
 ]
 QUIET = [
     "pnpm install lodash",    # the tool the convention asks for
@@ -36,6 +38,7 @@ QUIET = [
     "git commit -m 'Fix the login page'",
     "ls -la",
     "python3 manage.py migrate",
+    "uv pip install requests",
 ]
 
 

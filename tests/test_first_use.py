@@ -83,6 +83,7 @@ def test_errors_of_the_command_line_itself_are_json_under_json(tmp_path: Path) -
     ok("init", "--db", str(tmp_path / "x.db"))
     error = json_error(invoke("list", "--limit", "many", "--db", str(tmp_path / "x.db"), "--json"))
     assert error["type"] == "BadParameter" and "--limit" in error["message"]
+    assert error["hint"] == "see `remem list --help` for the options"
     error = json_error(invoke("show", "e_nope", "--db", str(tmp_path / "x.db"), "--json"))
     assert error["type"] == "NotFoundError" and "e_nope" in error["message"]
     plain = invoke("show", "e_nope", "--db", str(tmp_path / "x.db"))

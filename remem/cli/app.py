@@ -75,8 +75,10 @@ class RememGroup(TyperGroup):
             code = super().main(argv, prog_name, complete_var, False, windows_expand_args,
                                 **extra)
         except typer.TyperException as exc:  # click's own errors: a bad option, a bad value
+            ctx = getattr(exc, "ctx", None)
+            where = ctx.command_path if ctx is not None else "remem COMMAND"
             _json_error(type(exc).__name__, exc.format_message(),
-                        "see `remem COMMAND --help` for the options")
+                        f"see `{where} --help` for the options")
             code = exc.exit_code
         except typer.Abort:
             _json_error("Aborted", "aborted", None)
