@@ -220,3 +220,13 @@ def test_serve_says_serving_only_once_the_port_is_open(tmp_path: Path, as_json: 
         for stream in (proc.stderr, proc.stdout):
             if stream is not None:
                 stream.close()
+
+
+def test_a_long_import_shows_progress_off_a_terminal(tmp_path: Path) -> None:
+    source = tmp_path / "turns.jsonl"
+    source.write_text("".join(json.dumps({"role": "user", "content": f"note number {n}"}) + "\n"
+                              for n in range(600)))
+    result = ok("import", str(source), "--db", str(tmp_path / "x.db"), "--no-wait")
+    lines = [line for line in result.stderr.splitlines() if line.startswith("importing: ")]
+    counts = [int(line.split()[1].split("/")[0]) for line in lines]
+    assert counts and counts == sorted(counts) and lines[-1].startswith("importing: 600/600 (100%)")

@@ -19,9 +19,9 @@ from pathlib import Path
 from typing import IO, Annotated, Any, Literal, cast
 
 import typer
-from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeRemainingColumn
 
 from .._inputs import parse_events, parse_messages, parse_scope, parse_time
+from ..bench.progress import Reporter
 from ..config import Config, default_path
 from ..errors import ValidationError
 from ..integrations.scope import AgentScope, resolve_scope
@@ -227,28 +227,25 @@ def add_batch(m: Memory, batch: list[Entry]) -> AddResult:
     return result
 
 
-def _progress(total: int) -> Progress:
-    console = err_console()
-    return Progress(
-        TextColumn("importing"), BarColumn(), MofNCompleteColumn(), TimeRemainingColumn(),
-        console=console, transient=True,
-        disable=total < PROGRESS_FROM or not console.is_terminal,
-    )
-
-
 def run_import(m: Memory, entries: list[Entry], wait: bool) -> AddResult:
-    """Add the entries batch by batch with a progress bar on stderr."""
+    """Add the entries batch by batch, with progress on stderr for a long file (a bar on
+    a terminal, else a plain line every few batches or seconds)."""
     episode_ids: list[str] = []
     job_ids: list[str] = []
-    with _progress(len(entries)) as progress:
-        task = progress.add_task("import", total=len(entries))
+    shown = Reporter("importing", len(entries), every=BATCH * 4) \
+        if len(entries) >= PROGRESS_FROM else None
+    try:
         for batch in batches(entries):
             result = add_batch(m, batch)
-            if wait:  # embedding is the slow part, so the bar follows it
+            if wait:  # embedding is the slow part, so the progress follows it
                 m.flush()
             episode_ids += result.episode_ids
             job_ids += result.job_ids
-            progress.advance(task, len(batch))
+            if shown is not None:
+                shown.advance(len(batch))
+    finally:
+        if shown is not None:
+            shown.close()
     return AddResult(episode_ids=episode_ids, job_ids=job_ids)
 
 
