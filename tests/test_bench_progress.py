@@ -135,3 +135,13 @@ def test_a_stopped_comparison_leaves_the_systems_it_finished(three_conversations
     saved = json.loads(out.read_text())
     assert saved["partial"] is True and list(saved["systems"]) == ["bm25"]
     assert saved["dataset"]["conversations"] == 3 and "recall@10" in saved["systems"]["bm25"]
+
+
+def test_on_a_terminal_it_is_a_bar_and_no_lines() -> None:
+    out = io.StringIO()
+    shown = Reporter("ingest", 3, stream=out, terminal=True)
+    for _ in range(3):
+        shown.advance()
+    shown.close()
+    assert "ingest: " not in out.getvalue()  # no plain lines: the bar drew (and cleared) itself
+    assert shown.done == 3

@@ -41,7 +41,8 @@ def save_json(path: str | os.PathLike[str], value: Any) -> None:
 
 
 class Reporter:
-    """Counts items done out of ``total`` and shows it; a context manager.
+    """Counts items done out of ``total`` and shows it until :meth:`close` (or the end
+    of a ``with`` block).
 
     >>> with Reporter("LoCoMo", 10) as progress:
     ...     for conversation in conversations:
@@ -67,12 +68,11 @@ class Reporter:
                                  MofNCompleteColumn(), TimeElapsedColumn(),
                                  console=Console(file=self._stream), transient=True)
             self._task = self._bar.add_task(label, total=total)
+            self._bar.start()
         self._start = self._last = clock()
         self._shown = 0
 
     def __enter__(self) -> Reporter:
-        if self._bar is not None:
-            self._bar.start()
         return self
 
     def __exit__(self, kind: type[BaseException] | None, exc: BaseException | None,
