@@ -20,6 +20,7 @@ from ..memory import Memory
 from ..model import AddResult, Hit, MemoryItem
 from ..text import estimate_tokens, words
 from .anchors import anchor, anchors_of, changed, parse_file_spec, relative
+from .conventions import CONVENTION_KINDS, against
 from .scope import AgentScope
 
 __all__ = [
@@ -100,10 +101,11 @@ class CommandCheck:
     program: str
     pitfalls: list[MemoryItem] = field(default_factory=list)
     failures: list[MemoryItem] = field(default_factory=list)
+    conventions: list[MemoryItem] = field(default_factory=list)  # that the command goes against
 
     @property
     def empty(self) -> bool:
-        return not self.pitfalls and not self.failures
+        return not self.pitfalls and not self.failures and not self.conventions
 
 
 class AgentMemory:
@@ -290,14 +292,16 @@ class AgentMemory:
         return "\n".join(out)
 
     def check_command(self, command: str) -> CommandCheck:
-        """The known pitfalls of a shell command (and earlier failures of its program that
-        said something is missing), before it runs."""
+        """The known pitfalls of a shell command, the conventions it goes against (and
+        earlier failures of its program that said something is missing), before it runs."""
         if not isinstance(command, str) or not command.strip():
             raise ValidationError("command", "is empty; give the shell command")
         prog = program(command)
         check = CommandCheck(command=command, program=prog)
         hits = self._search(command, kinds=["pitfall"], k=10, include_episodes=False)
         check.pitfalls = [h.memory for h in hits if _trap_of(h.memory.text, prog)][:3]
+        rules = self._search(command, kinds=list(CONVENTION_KINDS), k=5, include_episodes=False)
+        check.conventions = against(command, prog, rules, self.memory)[:3]
         if check.pitfalls:
             return check  # the pitfall already says what the failures showed
         events = self.memory.search(command, k=20, kinds=["event"], **self.scope.many())
@@ -316,6 +320,9 @@ class AgentMemory:
         if check.empty:
             return f"No known pitfalls for `{check.program}`."
         out = []
+        if check.conventions:
+            out.append(f"Conventions of this project that `{check.program}` goes against:")
+            out += [self.line(c) for c in check.conventions]
         if check.pitfalls:
             out.append(f"Known pitfalls for `{check.program}` (each says its fix):")
             out += [self.line(p) for p in check.pitfalls]

