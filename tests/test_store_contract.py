@@ -17,7 +17,13 @@ import numpy as np
 import pytest
 
 from remem import ConfigError, NotFoundError, StoreError
-from remem.errors import EmbedderMismatchError, JobNotFoundError, LeaseLostError, ValidationError
+from remem.errors import (
+    EmbedderMismatchError,
+    JobNotFoundError,
+    LeaseLostError,
+    StoreNotFoundError,
+    ValidationError,
+)
 from remem.model import Scope
 from remem.store import Filters, NewMemory, Store, create_store
 from remem.store.base import (
@@ -73,6 +79,13 @@ def test_a_store_url_picks_its_adapter_and_refuses_unknown_ones(store: Store, ba
     assert type(store).__name__ == {"sqlite": "SQLiteStore", "postgres": "PostgresStore"}[backend]
     with pytest.raises(ConfigError, match="unknown store URL scheme 'mysql'"):
         create_store("mysql://db/remem", dim=DIM, embedder="unit")
+
+
+def test_opening_only_an_existing_store_refuses_an_empty_place(store_target: str | Path) -> None:
+    with pytest.raises(StoreNotFoundError, match="no remem store at"):
+        create_store(store_target, dim=DIM, embedder="unit", create=False)
+    create_store(store_target, dim=DIM, embedder="unit").close()
+    create_store(store_target, dim=DIM, embedder="unit", create=False).close()
 
 
 def test_the_embedder_is_recorded_and_another_refused(store: Store, store_target: str | Path) -> None:

@@ -16,7 +16,7 @@ from rich import box
 from rich.table import Table
 from rich.text import Text
 
-from ..config import Config, default_path
+from ..config import Config, default_path, is_url
 from .app import DbOpt, JsonOpt, app
 from .output import out_console, print_json
 
@@ -57,19 +57,21 @@ def _install() -> list[Check]:
     return checks
 
 
-def _store(db: Path | None, config: Config) -> Check:
+def _store(db: str | Path | None, config: Config) -> Check:
     from ..errors import RememError
     from ..memory import Memory
 
-    path = db if db is not None else default_path()
-    if not path.exists():
+    target = db if db is not None else (config.store or default_path())
+    # a URL names a database server (never shown: it may hold a password)
+    path: str | Path = "the store at $REMEM_STORE_URL/--db" if is_url(target) else Path(target)
+    if isinstance(path, Path) and not path.exists():
         status: Status = "fail" if db is not None else "warn"
         return Check("store", status, f"no store at {path}",
                      "check --db; `remem init` creates an empty store (so does the first "
                      "`remem add`)")
     try:
-        with Memory(path, config=config, create=False) as m:
-            stats = m.stats()
+        with Memory(target, config=config, create=False) as m:
+            stats, path = m.stats(), m.path
     except RememError as exc:
         return Check("store", "fail", f"{path}: {exc}", getattr(exc, "hint", None))
     return Check("store", "ok", f"{path}: schema {stats.schema_version}, {stats.memories} "
