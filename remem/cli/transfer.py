@@ -22,7 +22,7 @@ import typer
 
 from .._inputs import parse_events, parse_messages, parse_scope, parse_time
 from ..bench.progress import Reporter
-from ..config import Config, default_path
+from ..config import Config, default_path, is_url
 from ..errors import ValidationError
 from ..integrations.scope import AgentScope, resolve_scope
 from ..memory import Memory
@@ -329,7 +329,7 @@ def _agent_scope(org: str | None, user: str | None, agent: str | None, project: 
 
 
 def _import_instructions(fmt: str, path: Path | None, *, dry_run: bool, wait: bool,
-                         db: Path | None, org: str | None, user: str | None, agent: str | None,
+                         db: str | Path | None, org: str | None, user: str | None, agent: str | None,
                          project: str | None, as_json: bool) -> None:
     from ..integrations.agent import AgentMemory
     from ..integrations.importers import Format, import_files
@@ -338,9 +338,9 @@ def _import_instructions(fmt: str, path: Path | None, *, dry_run: bool, wait: bo
     start = (path.parent if path is not None else Path.cwd()).expanduser().resolve()
     where = _agent_scope(org, user, agent, project, start)
     source = path if path is not None else _default_source(fmt, project_root(start) or start)
-    store = db if db is not None else default_path()
-    if dry_run and not store.exists():  # nothing known yet: compare with nothing, leave nothing
-        store = Path(":memory:")
+    store: str | Path = db if db is not None else (Config.from_env().store or default_path())
+    if dry_run and not is_url(store) and not Path(store).exists():
+        store = Path(":memory:")  # nothing known yet: compare with nothing, leave nothing
     with open_memory(store, create=True) as m:
         done = import_files(AgentMemory(m, where), cast(Format, fmt), source, dry_run=dry_run)
         if wait and not dry_run:
