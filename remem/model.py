@@ -180,7 +180,7 @@ Kind = Literal["preference", "persona", "profile", "project", "convention", "pit
                "skill", "files", "decision", "fact", "event"]
 #: What a statement does: says something new, changes or corrects something known, asks
 #: to forget, sets a standing rule, or nothing worth keeping.
-Intent = Literal["statement", "update", "correction", "forget", "instruction", "chitchat"]
+Intent = Literal["statement", "update", "correction", "forget", "instruction", "chitchat", "keep"]
 #: Where a memory belongs: the user everywhere, the project, or only this session.
 Level = Literal["user", "project", "session"]
 
