@@ -7,6 +7,7 @@ import atexit
 import builtins
 import logging
 import os
+import re
 import threading
 import time
 import weakref
@@ -35,8 +36,10 @@ from .model import (
     AddResult,
     Candidate,
     Context,
+    HeedRate,
     HistoryEntry,
     Hit,
+    Injection,
     JobInfo,
     MemoryItem,
     Page,
@@ -64,6 +67,7 @@ from .schedule import (
     wait_for,
 )
 from .store import Filters, NewMemory, SQLiteStore
+from .store.base import NewInjection
 from .store.base import Job
 from .text import split_passages
 
@@ -73,6 +77,7 @@ log = logging.getLogger(__name__)
 
 _GENERIC_ROLES = {"user", "assistant", "system", "tool", None}
 _VERDICTS = ("helpful", "wrong", "stale")
+_DOOR = re.compile(r"(hook|mcp):[A-Za-z_]{1,64}|proxy|context|[a-z][a-z_-]{0,31}")
 
 
 def create_extractor(config: Config, reader: Reader) -> Extractor | None:
@@ -280,6 +285,7 @@ class Memory:
         pairs = [(a, b, "co_used", 1.0) for i, a in enumerate(ids) for b in ids[i + 1:]]
         with self.store.write():
             self.store.touch(ids)
+            self.store.mark_used(ids, scope, time.time())
             self.store.link(pairs + [(b, a, t, w) for a, b, t, w in pairs], add=True)
 
     def _fire_turn(self, items: list[NewMemory], conn: Any) -> builtins.list[str]:
@@ -560,7 +566,7 @@ class Memory:
     def context(self, *, org_id: str | None = None, user_id: str | None = None,
                 agent_id: str | None = None, project: str | None = None,
                 session_id: str | None = None, query: str | None = None,
-                budget_tokens: int = 1000) -> Context:
+                budget_tokens: int = 1000, log: bool = False, door: str = "context") -> Context:
         """A context block ready for a model, within ``budget_tokens``.
 
         First the core block (see :mod:`remem.retrieve.context`): the persona,
@@ -570,8 +576,35 @@ class Memory:
         order (so a provider's prompt cache hits); then the session's working memory
         (what prefetch prepared); then, if ``query`` is given, what a search finds that
         neither holds, memories before turns and nothing under the relevance floor.
+
+        ``log=True`` records the block in the injection log under ``door`` (see
+        :meth:`injections`): do it when the block is handed to a model.
         """
         self._check_open()
+        ctx = self._context(org_id=org_id, user_id=user_id, agent_id=agent_id, project=project,
+                            session_id=session_id, query=query, budget_tokens=budget_tokens)
+        if log:
+            self.log_context(ctx, door=door, query=query, org_id=org_id, user_id=user_id,
+                             agent_id=agent_id, project=project, session_id=session_id)
+        return ctx
+
+    def log_context(self, ctx: Context, *, door: str, query: str | None = None,
+                    org_id: str | None = None, user_id: str | None = None,
+                    agent_id: str | None = None, project: str | None = None,
+                    session_id: str | None = None) -> Injection | None:
+        """Record that the block ``ctx`` (from :meth:`context`) was handed to a model
+        through ``door``; nothing is recorded for an empty block (None)."""
+        given = [(memory_id, section, ctx.channels.get(memory_id, []))
+                 for section, ids in ctx.sections.items() for memory_id in ids]
+        if not given:
+            return None
+        return self.log_injection(door=door, given=given, tokens=ctx.tokens, query=query,
+                                  org_id=org_id, user_id=user_id, agent_id=agent_id,
+                                  project=project, session_id=session_id)
+
+    def _context(self, *, org_id: str | None, user_id: str | None, agent_id: str | None,
+                 project: str | None, session_id: str | None, query: str | None,
+                 budget_tokens: int) -> Context:
         if not isinstance(budget_tokens, int) or isinstance(budget_tokens, bool) or budget_tokens < 1:
             raise ValidationError("budget_tokens", f"expected a positive integer, got {budget_tokens!r}")
         scope = parse_scope(org_id=org_id, user_id=user_id, agent_id=agent_id, project=project,
@@ -602,6 +635,74 @@ class Memory:
                 self._context_cache.clear()
             self._context_cache[(scope, budget_tokens)] = (version, ctx)
         return ctx
+
+    # --- the injection log ------------------------------------------------------------
+
+    def log_injection(self, *, door: str, given: Sequence[tuple[str, str, Sequence[str]]],
+                      tokens: int, query: str | None = None, org_id: str | None = None,
+                      user_id: str | None = None, agent_id: str | None = None,
+                      project: str | None = None, session_id: str | None = None,
+                      at: str | datetime | None = None) -> Injection:
+        """Record that the memories ``given`` were handed to a model through ``door``
+        (``hook:<event>``, ``mcp:<tool>``, ``proxy``, ``context``...), in the scope of the
+        agent and session that got them.
+
+        ``given`` is ``(memory id, section, channels)`` in the order of the text; the
+        entry keeps the query (shortened) and the text's ``tokens``. The log is kept
+        within ``config.injection_log_days`` and ``config.injection_log_rows``.
+        """
+        self._check_open()
+        if not isinstance(door, str) or not _DOOR.fullmatch(door):
+            raise ValidationError("door", f"{door!r} is not a door; use hook:<event>, "
+                                  "mcp:<tool>, proxy or context")
+        if not isinstance(tokens, int) or isinstance(tokens, bool) or tokens < 0:
+            raise ValidationError("tokens", f"expected a count of tokens, got {tokens!r}")
+        scope = parse_scope(org_id=org_id, user_id=user_id, agent_id=agent_id, project=project,
+                            session_id=session_id)
+        when = parse_time(at, "at")
+        entry = NewInjection(id=new_id("i_"), at=time.time() if when is None else when, door=door,
+                             scope=scope, query=None if query is None else query[:2000],
+                             tokens=tokens, items=[(str(i), str(s), [str(c) for c in ch])
+                                                   for i, s, ch in given])
+        self.store.log_injection(entry, keep_days=self.config.injection_log_days,
+                                 keep_rows=self.config.injection_log_rows)
+        return self.store.injection(entry.id, scope)
+
+    def injections(self, *, org_id: str | None = None, user_id: str | None = None,
+                   agent_id: str | None = None, project: str | None = None,
+                   session_id: str | None = None, door: str | None = None,
+                   limit: int = 50, cursor: str | None = None) -> Page:
+        """What was handed to models in the scope, newest first, one page at a time
+        (``page.next_cursor``): each :class:`~remem.model.Injection` with its memories in
+        order and whether each was used afterwards."""
+        self._check_open()
+        if not isinstance(limit, int) or not 1 <= limit <= 1000:
+            raise ValidationError("limit", f"expected an integer from 1 to 1000, got {limit!r}")
+        check_label(door, "door")
+        scope = parse_scope(org_id=org_id, user_id=user_id, agent_id=agent_id, project=project,
+                            session_id=session_id)
+        found, cursor = self.store.injections(scope, door=door, limit=limit, cursor=cursor)
+        return Page(found, cursor)  # type: ignore[arg-type]
+
+    def injected(self, memory_id: str, *, org_id: str | None = None, user_id: str | None = None,
+                 agent_id: str | None = None, project: str | None = None,
+                 limit: int = 20) -> builtins.list[Injection]:
+        """The latest injections in the scope that gave this memory, newest first."""
+        self._check_open()
+        scope = parse_scope(org_id=org_id, user_id=user_id, agent_id=agent_id, project=project)
+        return self.store.injections_of(memory_id, scope, limit)
+
+    def heed(self, *, org_id: str | None = None, user_id: str | None = None,
+             agent_id: str | None = None, project: str | None = None,
+             session_id: str | None = None,
+             since: str | datetime | None = None) -> builtins.list[HeedRate]:
+        """The heed rates of the scope: for each door and kind, how many memories were
+        injected and how many of them the agent then used (:meth:`used`, or ``helpful``
+        feedback)."""
+        self._check_open()
+        scope = parse_scope(org_id=org_id, user_id=user_id, agent_id=agent_id, project=project,
+                            session_id=session_id)
+        return self.store.heed_rates(scope, since=parse_time(since, "since"))
 
     def use_activation(self, activation: Any, *, org_id: str | None = None,
                        user_id: str | None = None, agent_id: str | None = None,
@@ -702,7 +803,9 @@ class Memory:
             maturity = min(item.maturity, maturity_for(len(meta.get("sessions", [])) or 1,
                                                        meta["helpful"]),
                            key=["canonical", "confirmed", "candidate"].index)
-            self.store.touch([item.id])
+            with self.store.write():
+                self.store.touch([item.id])
+                self.store.mark_used([item.id], scope, time.time())
             self.store.set_fields(item.id, scope, action="feedback", reason=reason,
                                   maturity=maturity, metadata=meta)
         elif verdict == "wrong":

