@@ -7,7 +7,7 @@ import time
 from datetime import datetime, timezone
 from typing import Annotated, Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, ConfigDict, Field, computed_field
 
 __all__ = [
     "AddResult",
@@ -317,6 +317,7 @@ class HeedRate(BaseModel):
     injected: int
     used: int
 
+    @computed_field  # type: ignore[prop-decorator]
     @property
     def rate(self) -> float:
         """The heed rate: used / injected (0 when nothing was injected)."""

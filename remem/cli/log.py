@@ -86,7 +86,7 @@ def log_command(
             if door is not None:
                 rates = [r for r in rates if r.door == door]
             if as_json:
-                print_json([{**r.model_dump(), "rate": r.rate} for r in rates])
+                print_json([r.model_dump() for r in rates])
             elif not rates:
                 err_console().print("nothing was injected yet", style="yellow")
             else:
