@@ -67,8 +67,7 @@ from .schedule import (
     wait_for,
 )
 from .store import Filters, NewMemory, SQLiteStore
-from .store.base import NewInjection
-from .store.base import Job
+from .store.base import Job, NewInjection
 from .text import split_passages
 
 __all__ = ["AsyncMemory", "Memory"]
