@@ -41,6 +41,7 @@ from .model import (
     Hit,
     Injection,
     JobInfo,
+    Link,
     MemoryItem,
     Page,
     Scope,
@@ -76,6 +77,7 @@ log = logging.getLogger(__name__)
 
 _GENERIC_ROLES = {"user", "assistant", "system", "tool", None}
 _VERDICTS = ("helpful", "wrong", "stale")
+_STATUSES = ("active", "superseded", "archived", "forgotten", "held")
 _DOOR = re.compile(r"(hook|mcp):[A-Za-z_]{1,64}|proxy|context|[a-z][a-z_-]{0,31}")
 
 
@@ -432,6 +434,33 @@ class Memory:
         check_label(reason, "reason")
         return self.store.set_status(memory_id, scope, "forgotten", reason)
 
+    def restore(self, memory_id: str, *, reason: str | None = None, org_id: str | None = None,
+                user_id: str | None = None, project: str | None = None,
+                agent_id: str | None = None) -> MemoryItem:
+        """Make a forgotten, archived or superseded memory active again (searchable, shown
+        to the agent); the history keeps what happened. Held items go through :meth:`review`."""
+        self._check_open()
+        scope = parse_scope(org_id=org_id, user_id=user_id, agent_id=agent_id, project=project)
+        scope = self._writable(memory_id, scope)
+        check_label(reason, "reason")
+        item = self.store.get(memory_id, scope)
+        if item.status not in ("forgotten", "archived", "superseded"):
+            raise ValidationError("id", f"{memory_id} is {item.status}; only a forgotten, archived "
+                                  "or superseded memory can be restored")
+        return self.store.set_status(memory_id, scope, "active", reason or "restored")
+
+    def pin(self, memory_id: str, *, pinned: bool = True, org_id: str | None = None,
+            user_id: str | None = None, project: str | None = None,
+            agent_id: str | None = None) -> MemoryItem:
+        """Pin a memory (it never decays and stays in the core block) or, with
+        ``pinned=False``, unpin it."""
+        self._check_open()
+        scope = parse_scope(org_id=org_id, user_id=user_id, agent_id=agent_id, project=project)
+        scope = self._writable(memory_id, scope)
+        self.store.set_fields(memory_id, scope, action="pinned" if pinned else "unpinned",
+                              reason=None, pinned=bool(pinned))
+        return self.store.get(memory_id, scope)
+
     def purge(self, memory_id: str, *, org_id: str | None = None, user_id: str | None = None,
               project: str | None = None, agent_id: str | None = None) -> list[str]:
         """Delete a memory for good, with everything derived from it; returns the deleted ids."""
@@ -489,25 +518,35 @@ class Memory:
              agent_id: str | None = None, project: str | None = None,
              session_id: str | None = None, kinds: Sequence[str] | None = None,
              include_episodes: bool = False, include_inactive: bool = False,
+             statuses: Sequence[str] | None = None, as_of: str | datetime | None = None,
              limit: int = 50, cursor: str | None = None) -> Page:
         """Memories in the scope, newest first, one page at a time (``page.next_cursor``).
 
         Derived memories only, unless ``include_episodes``; active ones only, unless
         ``include_inactive``. A project's list includes the user's memories that belong
         to no project, and the team's (``project`` / ``user_id`` None on the item).
+        ``statuses`` names the statuses to list (instead of ``include_inactive``);
+        ``as_of`` lists what was valid at that time (superseded memories among them).
         """
         self._check_open()
         if not isinstance(limit, int) or not 1 <= limit <= 1000:
             raise ValidationError("limit", f"expected an integer from 1 to 1000, got {limit!r}")
         scope = parse_scope(org_id=org_id, user_id=user_id, agent_id=agent_id, project=project,
                             session_id=session_id, nested=project is not None)
-        statuses = ("active", "superseded", "archived", "forgotten", "held") if include_inactive \
-            else ("active",)
+        if statuses is not None:
+            statuses = tuple(statuses)
+            unknown = sorted(set(statuses) - set(_STATUSES))
+            if unknown or not statuses:
+                raise ValidationError("statuses", f"{unknown or 'none'}: use some of {', '.join(_STATUSES)}")
+        elif include_inactive:
+            statuses = _STATUSES
+        else:
+            statuses = ("active",)
         kinds = _kinds(kinds) or None
         filters = Filters(kinds=kinds,
                           include_episodes=include_episodes
                           or bool(kinds and set(kinds) & set(EPISODE_KINDS)),
-                          statuses=statuses)
+                          statuses=statuses, as_of=parse_time(as_of, "as_of"))
         return self.store.page(scope, filters, limit, cursor)
 
     def held(self, *, org_id: str | None = None, user_id: str | None = None,
@@ -548,6 +587,23 @@ class Memory:
         if self.config.run_worker:
             self.worker.wake()
         return self.store.get(memory_id, scope)
+
+    def links(self, memory_id: str, *, org_id: str | None = None, user_id: str | None = None,
+              project: str | None = None, agent_id: str | None = None,
+              limit: int = 100) -> builtins.list[Link]:
+        """The edges of a memory in the memory network (supersedes, derived_from, co_used,
+        related...), heaviest first, each with the memory at its other end; memories
+        outside the scope are left out."""
+        self._check_open()
+        scope = parse_scope(org_id=org_id, user_id=user_id, agent_id=agent_id, project=project, nested=True)
+        item = self.store.get(memory_id, scope)
+        rowid = self.store.rowids([item.id])[item.id]
+        edges = self.store.edge_list(rowid, limit)
+        seen = self.store.accept([o for o, _, _, _ in edges], scope,
+                                 Filters(include_episodes=True, statuses=_STATUSES))
+        others = self.store.get_rows(seen)
+        return [Link(type=t, direction=d, weight=w, memory=others[o])  # type: ignore[arg-type]
+                for o, t, d, w in edges if o in others]
 
     def history(self, memory_id: str, *, org_id: str | None = None, user_id: str | None = None,
                 project: str | None = None, agent_id: str | None = None) -> builtins.list[HistoryEntry]:

@@ -22,6 +22,7 @@ __all__ = [
     "Injected",
     "Injection",
     "JobInfo",
+    "Link",
     "Context",
     "TopicNode",
     "MemoryItem",
@@ -273,6 +274,18 @@ class TopicNode(BaseModel):
         lines += [f"{pad}  - [{m.kind}] {m.text}" for m in self.memories]
         lines += [c.render(indent + 1) for c in self.children]
         return "\n".join(lines)
+
+
+class Link(BaseModel):
+    """An edge of the memory network, seen from one memory: its type, which way it points
+    (``out``: from this memory to the other), its weight and the memory at the other end."""
+
+    model_config = ConfigDict(frozen=True)
+
+    type: str
+    direction: Literal["out", "in"]
+    weight: float
+    memory: MemoryItem
 
 
 class Injected(BaseModel):

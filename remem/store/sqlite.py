@@ -492,10 +492,12 @@ class SQLiteStore(DerivedOps, InjectionOps):
             rowid, version = row[0], row[8] + 1
             near = self._around(conn, [rowid])
             valid_to = now if status in ("superseded", "forgotten") else None
+            # a memory made active again (restored) is valid from then on, with no end
             conn.execute(
                 "UPDATE memories SET status = ?, version = ?, updated_at = ?, "
-                "valid_to = COALESCE(?, valid_to) WHERE rowid = ?",
-                (status, version, now, valid_to, rowid),
+                "valid_to = CASE WHEN ? = 'active' THEN NULL ELSE COALESCE(?, valid_to) END "
+                "WHERE rowid = ?",
+                (status, version, now, status, valid_to, rowid),
             )
             conn.execute(
                 "INSERT INTO versions (memory_rowid, version, action, text, status, reason, at) "
