@@ -605,6 +605,33 @@ class Memory:
         return [Link(type=t, direction=d, weight=w, memory=others[o])  # type: ignore[arg-type]
                 for o, t, d, w in edges if o in others]
 
+    def flagged(self, *, org_id: str | None = None, user_id: str | None = None,
+                agent_id: str | None = None, project: str | None = None,
+                limit: int = 100) -> builtins.list[MemoryItem]:
+        """Active memories flagged for review because a memory they were derived from was
+        superseded (``metadata["review"]`` says which), newest first; see :meth:`settle_flag`."""
+        self._check_open()
+        scope = parse_scope(org_id=org_id, user_id=user_id, agent_id=agent_id, project=project,
+                            nested=project is not None)
+        found = self.store.derived(scope, limit=2000)
+        return [m for m in found if m.metadata.get("review") and not m.metadata.get("reviewed")][:limit]
+
+    def settle_flag(self, memory_id: str, *, keep: bool, org_id: str | None = None,
+                    user_id: str | None = None, agent_id: str | None = None,
+                    project: str | None = None) -> MemoryItem:
+        """Decide on a flagged memory: kept, its flag is cleared; otherwise it is forgotten."""
+        self._check_open()
+        scope = self._writable(memory_id, parse_scope(org_id=org_id, user_id=user_id,
+                                                      agent_id=agent_id, project=project))
+        item = self.store.get(memory_id, scope)
+        if not item.metadata.get("review"):
+            raise ValidationError("id", f"{memory_id} is not flagged for review")
+        meta = {**item.metadata, "reviewed": "kept" if keep else "forgotten"}
+        self.store.set_fields(memory_id, scope, action="reviewed",
+                              reason="kept on review" if keep else "forgotten on review",
+                              status=None if keep else "forgotten", metadata=meta)
+        return self.store.get(memory_id, scope)
+
     def history(self, memory_id: str, *, org_id: str | None = None, user_id: str | None = None,
                 project: str | None = None, agent_id: str | None = None) -> builtins.list[HistoryEntry]:
         """Every version and status change of a memory, oldest first."""

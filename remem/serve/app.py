@@ -20,6 +20,7 @@ from .limits import BodyLimit
 from .log_routes import log_routes
 from .proxy import ChatProxy, proxy_routes
 from .routes import memory_routes, service_routes
+from .ui import install_console
 
 __all__ = ["create_app"]
 
@@ -63,4 +64,5 @@ def create_app(memory: Memory, *, config: ServerConfig | None = None) -> FastAPI
     app.include_router(log_routes(memory, auth))
     app.include_router(event_routes(hub, auth))
     app.include_router(proxy_routes(proxy, auth))
+    install_console(app, memory, auth)
     return app
