@@ -25,6 +25,7 @@ def _app() -> Any:
         memory_agent,
         serve,
         transfer,
+        ui,
     )
     from .app import app
 
