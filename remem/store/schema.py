@@ -217,6 +217,10 @@ MIGRATIONS: list[str] = [
     ) WITHOUT ROWID;
     CREATE INDEX injection_items_memory ON injection_items (memory_rowid, injection_rowid);
     """,
+    # 6: a page of an org's memories, newest first, without sorting the whole org
+    """
+    CREATE INDEX memories_page ON memories (org_id, raw, rowid);
+    """,
 ]
 
 SCHEMA_VERSION = len(MIGRATIONS)

@@ -502,7 +502,8 @@ class SQLiteStore(DerivedOps, InjectionOps):
             conn.execute(
                 "INSERT INTO versions (memory_rowid, version, action, text, status, reason, at) "
                 "VALUES (?, ?, ?, ?, ?, ?, ?)",
-                (rowid, version, status, row[3], status, reason, now),
+                (rowid, version, "restored" if status == "active" else status, row[3], status,
+                 reason, now),
             )
             self._refresh_context(conn, near)  # no neighbour keeps a hidden turn's words
         return self.get(memory_id, scope)

@@ -26,7 +26,8 @@ TEXT: dict[str, tuple[str, str]] = {
     "login": ("Log in", "登录"),
     "login_hint": ("This server uses API keys. Paste a key from `remem keys create`; you will "
                    "see only what the key may see.",
-                   "此服务使用 API 密钥。请粘贴 `remem keys create` 生成的密钥；你只能看到该密钥有权查看的内容。"),
+                   "此服务使用 API 密钥。请粘贴 `remem keys create` 生成的密钥；"
+                   "你只能看到该密钥有权查看的内容。"),
     "api_key": ("API key", "API 密钥"),
     "bad_key": ("That key is not valid or was revoked.", "该密钥无效或已被吊销。"),
     "search": ("Search", "搜索"),

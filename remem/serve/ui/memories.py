@@ -57,12 +57,12 @@ def memory_routes(console: Console) -> APIRouter:
                                limit=_PAGE, cursor=cursor, **where.many())
             rows, next_cursor = list(page), page.next_cursor
         scores = {h.memory.id: h.score for h in hits} if hits is not None else {}
+        filters = {**where.query(), **{k: v for k, v in (("q", q), ("kind", kind), ("status", status)) if v}}
         return console.render(request, "memories.html", who=who, where=where, rows=rows,
                               scores=scores, q=q, kind=kind or "", status=status or "",
                               kinds=ALL_KINDS, statuses=STATUSES, next_cursor=next_cursor,
-                              cursor=cursor, purged=request.query_params.get("purged"), filters={**where.query(), **({"q": q} if q else {}),
-                                                      **({"kind": kind} if kind else {}),
-                                                      **({"status": status} if status else {})})
+                              cursor=cursor, purged=request.query_params.get("purged"),
+                              filters=filters)
 
     @router.get("")
     async def memories(request: Request) -> Response:
@@ -75,7 +75,8 @@ def memory_routes(console: Console) -> APIRouter:
         versions = []
         previous = None
         for entry in history:
-            diff = word_diff(previous, entry.text) if previous is not None and previous != entry.text else None
+            changed = previous is not None and previous != entry.text
+            diff = word_diff(previous, entry.text) if changed and previous is not None else None
             versions.append((entry, diff))
             previous = entry.text
         sources = []
