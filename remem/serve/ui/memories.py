@@ -39,28 +39,28 @@ def memory_routes(console: Console) -> APIRouter:
         cursor = request.query_params.get("cursor") or None
         if kind is not None and kind not in ALL_KINDS:
             raise ValidationError("kind", f"{kind!r} is not a kind; use one of {', '.join(ALL_KINDS)}")
-        if status is not None and status not in STATUSES:
-            raise ValidationError("status", f"{status!r}: use one of {', '.join(STATUSES)}")
+        if status is not None and status not in (*STATUSES, "all"):
+            raise ValidationError("status", f"{status!r}: use one of {', '.join(STATUSES)} or all")
         kinds = [kind] if kind else None
         hits: list[Any] | None = None
         rows: list[MemoryItem]
         next_cursor = None
         if q:
             found = memory.search(q, k=_PAGE, kinds=kinds, include_episodes=kind == "episode",
-                                  include_superseded=status == "superseded",
-                                  include_archived=status == "archived", **where.many())
-            hits = [h for h in found if status is None or h.memory.status == status]
+                                  include_superseded=status in ("superseded", "all"),
+                                  include_archived=status in ("archived", "all"), **where.many())
+            hits = [h for h in found if status in (None, "all") or h.memory.status == status]
             rows = [h.memory for h in hits]
         else:
             page = memory.list(kinds=kinds, include_episodes=kind == "episode",
-                               statuses=[status] if status else None,
+                               statuses=STATUSES if status == "all" else [status] if status else None,
                                limit=_PAGE, cursor=cursor, **where.many())
             rows, next_cursor = list(page), page.next_cursor
         scores = {h.memory.id: h.score for h in hits} if hits is not None else {}
         filters = {**where.query(), **{k: v for k, v in (("q", q), ("kind", kind), ("status", status)) if v}}
         return console.render(request, "memories.html", who=who, where=where, rows=rows,
                               scores=scores, q=q, kind=kind or "", status=status or "",
-                              kinds=ALL_KINDS, statuses=STATUSES, next_cursor=next_cursor,
+                              kinds=ALL_KINDS, statuses=(*STATUSES[1:], "all"), next_cursor=next_cursor,
                               cursor=cursor, purged=request.query_params.get("purged"),
                               filters=filters)
 
