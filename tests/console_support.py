@@ -39,10 +39,19 @@ class Scenario:
         return re.findall(r"\(id ([a-z]_[0-9a-f]+)", self.hook_text)
 
 
+def _checks(session: str) -> list[dict[str, object]]:
+    return [{"type": "task_start", "task": "check the code before a commit", "session_id": session},
+            {"type": "tool_call", "command": "make lint", "exit_code": 0, "session_id": session},
+            {"type": "tool_call", "command": "make typecheck", "exit_code": 0, "session_id": session},
+            {"type": "task_end", "task": "check the code before a commit", "outcome": "success",
+             "session_id": session}]
+
+
 def build(folder: Path, env: dict[str, str]) -> Scenario:
     """Alice's project ``web``: a deploy command superseded on 20 May, conventions, a
-    pitfall, a preference to correct, a held instruction; Bob's project; and one
-    session start answered by the Claude Code hook."""
+    pitfall, a preference to correct, a held instruction, a procedure of checks that became
+    a skill candidate; Bob's project; and one session start answered by the Claude Code
+    hook."""
     db = folder / "console.db"
     with Memory(db, config=HASH) as m:
         m.add("We deploy the web app with make ship", timestamp="2026-05-01T10:00:00Z",
@@ -61,7 +70,11 @@ def build(folder: Path, env: dict[str, str]) -> Scenario:
             "bob": m.remember("Bob deploys the api with helm upgrade", kind="convention",
                               user_id="bob", project="api").id,
         }
-        m.flush()
+        for n in range(3):  # a procedure that worked three times: a skill candidate
+            m.add_events(_checks(f"c{n}"), user_id="alice", project="web")
+            m.flush()
+        (skill,) = m.skills(user_id="alice", project="web", status="candidate")
+        ids["skill"] = skill.id
         for item in m.list(user_id="alice", project="web", include_inactive=True, limit=100):
             if "make ship" in item.text and not item.is_episode:
                 ids["make_ship" if item.status == "superseded" else "fly"] = item.id

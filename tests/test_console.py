@@ -133,6 +133,18 @@ def test_approving_a_held_memory_in_the_review_inbox(page: object, scenario: Sce
         assert m.get(scenario.ids["held"]).status == "active"
 
 
+def test_approving_a_skill_candidate_renders_its_skill_md(page: object, scenario: Scenario) -> None:
+    expect = playwright_api.expect
+    page.goto("/ui/review")
+    candidate = page.locator("tr.skill", has_text="check the code before a commit")
+    expect(candidate).to_contain_text("make typecheck")
+    candidate.get_by_role("button", name="Approve").click()
+    expect(page.get_by_role("status")).to_have_text("Approved.")
+    expect(page.locator("tr.skill")).to_have_count(0)
+    page.goto(f"/ui/memories/{scenario.ids['skill']}")
+    expect(page.locator("pre.skill-md")).to_contain_text("name: check-the-code-before-a-commit")
+
+
 def test_a_sessions_injection_log_shows_the_memories_the_hook_gave(page: object,
                                                                  scenario: Scenario) -> None:
     expect = playwright_api.expect
@@ -174,6 +186,35 @@ def test_following_a_supersedes_edge_opens_the_older_memory(page: object, scenar
     edge.get_by_role("link").click()
     expect(page).to_have_url(re.compile(scenario.ids["make_ship"]))
     expect(page.locator("#memory-status")).to_have_text("superseded")
+
+
+def test_the_network_graph_clicks_through_along_an_edge(page: object, scenario: Scenario) -> None:
+    expect = playwright_api.expect
+    page.goto(f"/ui/network?id={scenario.ids['fly']}")
+    graph = page.locator("svg.network")
+    expect(graph).to_contain_text("supersedes")
+    shot(page, "network")
+    graph.locator("a.node", has_text="make ship").click()
+    expect(page).to_have_url(re.compile(f"id={scenario.ids['make_ship']}"))
+    expect(page.locator("tr.edge", has_text="supersedes")).to_contain_text("fly deploy")
+    page.locator("main p a").first.click()  # the memory itself
+    expect(page.locator("#memory-status")).to_have_text("superseded")
+
+
+def test_the_mind_map_and_the_health_page(page: object, scenario: Scenario) -> None:
+    expect = playwright_api.expect
+    page.goto("/ui/mindmap")
+    tree = page.locator(".tree")
+    expect(tree.locator("summary").first).to_contain_text(re.compile(r"\(\d+\)"))
+    tree.locator("summary").first.click()  # collapse, and open again
+    tree.locator("summary").first.click()
+    expect(tree).to_contain_text("Always use pnpm")
+    shot(page, "mindmap")
+    page.goto("/ui/jobs")
+    facts = page.locator("dl.facts")
+    expect(facts).to_contain_text("hash")  # the embedder in use
+    expect(facts).to_contain_text(str(scenario.db))
+    expect(page.locator("main")).to_contain_text("hook:SessionStart")  # a heed rate row
 
 
 def test_purge_asks_first_then_deletes_for_good(page: object, scenario: Scenario) -> None:

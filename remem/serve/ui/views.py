@@ -1,8 +1,10 @@
-"""The timeline with its ``as_of`` slider, the mind map, and jobs with health."""
+"""The timeline with its ``as_of`` slider, the mind map, the memory network around one
+memory, and jobs with health."""
 
 from __future__ import annotations
 
 import json
+import math
 from datetime import datetime, timezone
 
 from fastapi import APIRouter, Request
@@ -17,10 +19,11 @@ from .render import redirect, when
 __all__ = ["view_routes"]
 
 _SHOWN = 200
+_NEIGHBOURS = 24
 
 
 def view_routes(console: Console) -> APIRouter:
-    """``/ui/timeline``, ``/ui/mindmap`` and ``/ui/jobs``."""
+    """``/ui/timeline``, ``/ui/mindmap``, ``/ui/network`` and ``/ui/jobs``."""
     router = APIRouter(prefix="/ui")
     memory = console.memory
 
@@ -61,6 +64,26 @@ def view_routes(console: Console) -> APIRouter:
     @router.get("/mindmap")
     async def mindmap_page(request: Request) -> Response:
         return await console.page(request, lambda who, where: mindmap(request, who, where))
+
+    def network(request: Request, who: Principal, where: ScopeFilter) -> Response:
+        memory_id = request.query_params.get("id")
+        if memory_id:
+            center = memory.get(memory_id, **where.owner())
+        else:  # the newest memory that has edges
+            center = next((m for m in memory.list(limit=100, **where.many())
+                           if memory.links(m.id, org_id=m.org_id, user_id=where.user)), None)
+        links = memory.links(center.id, org_id=center.org_id, user_id=where.user,
+                             limit=_NEIGHBOURS) if center is not None else []
+        nodes = []
+        for n, link in enumerate(links):
+            angle = 2 * math.pi * n / max(len(links), 1) - math.pi / 2
+            nodes.append({"link": link, "x": round(450 + 300 * math.cos(angle), 1),
+                          "y": round(270 + 200 * math.sin(angle), 1)})
+        return console.render(request, "network.html", who=who, center=center, nodes=nodes)
+
+    @router.get("/network")
+    async def network_page(request: Request) -> Response:
+        return await console.page(request, lambda who, where: network(request, who, where))
 
     def jobs(request: Request, who: Principal, where: ScopeFilter) -> Response:
         admin = who.allows("admin")
