@@ -1077,6 +1077,21 @@ class AsyncMemory:
     async def cancel_job(self, job_id: str, **kwargs: Any) -> JobInfo:
         return await self._run("cancel_job", job_id, **kwargs)
 
+    async def restore(self, memory_id: str, **kwargs: Any) -> MemoryItem:
+        return await self._run("restore", memory_id, **kwargs)
+
+    async def pin(self, memory_id: str, **kwargs: Any) -> MemoryItem:
+        return await self._run("pin", memory_id, **kwargs)
+
+    async def log_injection(self, **kwargs: Any) -> Injection:
+        return await self._run("log_injection", **kwargs)
+
+    async def injections(self, **kwargs: Any) -> Page:
+        return await self._run("injections", **kwargs)
+
+    async def heed(self, **kwargs: Any) -> builtins.list[HeedRate]:
+        return await self._run("heed", **kwargs)
+
     async def flush(self, timeout: float | None = None) -> bool:
         return await self._run("flush", timeout)
 

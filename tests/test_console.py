@@ -265,6 +265,8 @@ def test_with_api_keys_the_console_asks_for_a_key_and_shows_only_its_scope(
         expect(page).to_have_url(re.compile("/ui/memories"))
         expect(page.locator("table.memories")).to_contain_text("Always use pnpm")
         expect(page.locator("main")).not_to_contain_text("staging password")
+        page.goto("/ui/memories?user=bob")
+        expect(page.get_by_role("alert")).to_contain_text("acts only for user 'alice'")
         page.goto(f"/ui/memories/{bob}")
         expect(page.locator("main")).to_contain_text("no memory")
         page.goto("/ui/memories")

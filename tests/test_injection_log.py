@@ -186,3 +186,21 @@ def test_the_rest_route_keeps_a_key_to_its_user(tmp_path: Path) -> None:
         assert stats == [{"door": "proxy", "kind": "convention", "injected": 1, "used": 0,
                           "rate": 0.0}]
         assert client.get("/v1/injections").status_code == 401
+
+
+def test_the_async_memory_reads_and_writes_the_log_too(tmp_path: Path) -> None:
+    import asyncio
+
+    from remem import AsyncMemory
+
+    async def run() -> list[str]:
+        async with AsyncMemory(tmp_path / "m.db", config=HASH) as m:
+            item = await m.remember("Always use pnpm, never npm", kind="convention", user_id="alice")
+            await m.log_injection(door="context", given=[(item.id, "core", [])], tokens=5,
+                                  user_id="alice")
+            await m.used([item.id], user_id="alice")
+            rates = await m.heed(user_id="alice")
+            assert [(r.used, r.injected) for r in rates] == [(1, 1)]
+            return [i.memory_id for e in await m.injections(user_id="alice") for i in e.items]
+
+    assert len(asyncio.run(run())) == 1

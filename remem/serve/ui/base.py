@@ -13,6 +13,7 @@ from fastapi.responses import HTMLResponse, Response
 from ...errors import NotFoundError, RememError
 from ...memory import Memory
 from ..auth import Authenticator, Principal
+from ..errors import ApiError
 from .guard import Forbidden, LoginNeeded, StaleForm, console_principal, read_form, require
 from .render import Renderer, redirect
 
@@ -75,6 +76,8 @@ class Console:
             return redirect("/ui/login", next=request.url.path)
         except Forbidden:
             return self.error(request, self._t(request, "forbidden"), 403)
+        except ApiError as exc:  # asked for another org or user than the key's
+            return self.error(request, exc.message, exc.status)
         except NotFoundError as exc:
             return self.error(request, str(exc), 404)
         except RememError as exc:
@@ -96,6 +99,8 @@ class Console:
             return self.error(request, self._t(request, "csrf"), 403)
         except Forbidden:
             return self.error(request, self._t(request, "forbidden"), 403)
+        except ApiError as exc:
+            return self.error(request, exc.message, exc.status)
         except NotFoundError as exc:
             return self.error(request, str(exc), 404)
         except RememError as exc:
