@@ -78,6 +78,7 @@ log = logging.getLogger(__name__)
 _GENERIC_ROLES = {"user", "assistant", "system", "tool", None}
 _VERDICTS = ("helpful", "wrong", "stale")
 _STATUSES = ("active", "superseded", "archived", "forgotten", "held")
+_MATURITIES = ("candidate", "confirmed", "canonical")
 _DOOR = re.compile(r"(hook|mcp):[A-Za-z_]{1,64}|proxy|context|[a-z][a-z_-]{0,31}")
 
 
@@ -519,6 +520,8 @@ class Memory:
              session_id: str | None = None, kinds: Sequence[str] | None = None,
              include_episodes: bool = False, include_inactive: bool = False,
              statuses: Sequence[str] | None = None, as_of: str | datetime | None = None,
+             since: str | datetime | None = None, until: str | datetime | None = None,
+             maturity: str | None = None, subject: str | None = None,
              limit: int = 50, cursor: str | None = None) -> Page:
         """Memories in the scope, newest first, one page at a time (``page.next_cursor``).
 
@@ -526,7 +529,9 @@ class Memory:
         ``include_inactive``. A project's list includes the user's memories that belong
         to no project, and the team's (``project`` / ``user_id`` None on the item).
         ``statuses`` names the statuses to list (instead of ``include_inactive``);
-        ``as_of`` lists what was valid at that time (superseded memories among them).
+        ``as_of`` lists what was valid at that time (superseded memories among them);
+        ``since`` / ``until`` bound the event time; ``maturity`` (candidate, confirmed,
+        canonical) and ``subject`` keep the memories that have that value.
         """
         self._check_open()
         if not isinstance(limit, int) or not 1 <= limit <= 1000:
@@ -542,11 +547,16 @@ class Memory:
             statuses = _STATUSES
         else:
             statuses = ("active",)
+        if maturity is not None and maturity not in _MATURITIES:
+            raise ValidationError("maturity", f"{maturity!r}: use one of {', '.join(_MATURITIES)}")
+        check_label(subject, "subject")
         kinds = _kinds(kinds) or None
         filters = Filters(kinds=kinds,
                           include_episodes=include_episodes
                           or bool(kinds and set(kinds) & set(EPISODE_KINDS)),
-                          statuses=statuses, as_of=parse_time(as_of, "as_of"))
+                          statuses=statuses, as_of=parse_time(as_of, "as_of"),
+                          since=parse_time(since, "since"), until=parse_time(until, "until"),
+                          maturity=maturity, subject=subject)
         return self.store.page(scope, filters, limit, cursor)
 
     def held(self, *, org_id: str | None = None, user_id: str | None = None,

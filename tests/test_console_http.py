@@ -96,3 +96,15 @@ def test_remem_ui_serves_the_console_on_loopback_and_refuses_a_taken_port(tmp_pa
             except OSError:
                 assert time.monotonic() < deadline
                 time.sleep(0.1)
+
+
+def test_the_table_filters_by_maturity_subject_and_time(tmp_path: Path) -> None:
+    with service(tmp_path / "m.db") as (memory, client):
+        memory.remember("Alice prefers tabs", kind="preference", subject="user", user_id="alice")
+        memory.remember("CI runs on every push", kind="convention", subject="project", user_id="alice")
+        by_subject = client.get("/ui/memories", params={"subject": "user"}).text
+        assert "Alice prefers tabs" in by_subject and "CI runs" not in by_subject
+        assert "no memories" in client.get("/ui/memories", params={"until": "2000-01-01"}).text.lower()
+        assert "no memories" in client.get("/ui/memories", params={"maturity": "canonical"}).text.lower()
+        bad = client.get("/ui/memories", params={"since": "soon"})
+        assert bad.status_code == 400 and "since" in bad.text

@@ -57,3 +57,19 @@ def test_a_supersession_is_an_edge_both_ways_and_as_of_lists_what_was_known(tmp_
             m.list(statuses=["gone"])
         with pytest.raises(NotFoundError):
             m.links(new.id, user_id="bob")
+
+
+def test_list_keeps_the_memories_of_one_maturity_subject_or_time(tmp_path: Path) -> None:
+    with Memory(tmp_path / "m.db", config=HASH) as m:
+        tabs = m.remember("Alice prefers tabs", kind="preference", subject="user", user_id="alice")
+        ci = m.remember("CI runs on every push", kind="convention", subject="project", user_id="alice")
+        m.feedback(ci.id, "helpful", user_id="alice")
+        m.feedback(ci.id, "helpful", user_id="alice")
+        confirmed = m.get(ci.id, user_id="alice").maturity
+        assert confirmed != "candidate"
+        assert [i.id for i in m.list(maturity=confirmed, user_id="alice")] == [ci.id]
+        assert [i.id for i in m.list(subject="user", user_id="alice")] == [tabs.id]
+        assert m.list(until="2000-01-01", user_id="alice") == []
+        assert len(m.list(since="2000-01-01", user_id="alice")) == 2
+        with pytest.raises(ValidationError, match="maturity"):
+            m.list(maturity="ripe")

@@ -41,6 +41,8 @@ class Filters:
     since: float | None = None
     until: float | None = None
     as_of: float | None = None
+    maturity: str | None = None
+    subject: str | None = None
 
 
 @dataclass(frozen=True)

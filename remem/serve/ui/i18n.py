@@ -45,6 +45,8 @@ TEXT: dict[str, tuple[str, str]] = {
     "maturity": ("Maturity", "成熟度"),
     "subject": ("Subject", "主题"),
     "time": ("Time", "时间"),
+    "since": ("Since", "起始"),
+    "until": ("Until", "截止"),
     "score": ("Score", "得分"),
     "next_page": ("Next page", "下一页"),
     "first_page": ("First page", "第一页"),

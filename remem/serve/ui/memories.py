@@ -41,26 +41,33 @@ def memory_routes(console: Console) -> APIRouter:
             raise ValidationError("kind", f"{kind!r} is not a kind; use one of {', '.join(ALL_KINDS)}")
         if status is not None and status not in (*STATUSES, "all"):
             raise ValidationError("status", f"{status!r}: use one of {', '.join(STATUSES)} or all")
+        extra = {k: (request.query_params.get(k) or "").strip() or None
+                 for k in ("maturity", "subject", "since", "until")}
         kinds = [kind] if kind else None
         hits: list[Any] | None = None
         rows: list[MemoryItem]
         next_cursor = None
         if q:
             found = memory.search(q, k=_PAGE, kinds=kinds, include_episodes=kind == "episode",
+                                  since=extra["since"], until=extra["until"],
                                   include_superseded=status in ("superseded", "all"),
                                   include_archived=status in ("archived", "all"), **where.many())
-            hits = [h for h in found if status in (None, "all") or h.memory.status == status]
+            hits = [h for h in found if (status in (None, "all") or h.memory.status == status)
+                    and extra["maturity"] in (None, h.memory.maturity)
+                    and extra["subject"] in (None, h.memory.subject)]
             rows = [h.memory for h in hits]
         else:
-            page = memory.list(kinds=kinds, include_episodes=kind == "episode",
+            page = memory.list(kinds=kinds, include_episodes=kind == "episode", **extra,
                                statuses=STATUSES if status == "all" else [status] if status else None,
                                limit=_PAGE, cursor=cursor, **where.many())
             rows, next_cursor = list(page), page.next_cursor
         scores = {h.memory.id: h.score for h in hits} if hits is not None else {}
-        filters = {**where.query(), **{k: v for k, v in (("q", q), ("kind", kind), ("status", status)) if v}}
+        filters = {**where.query(), **{k: v for k, v in (("q", q), ("kind", kind), ("status", status),
+                                                          *extra.items()) if v}}
         return console.render(request, "memories.html", who=who, where=where, rows=rows,
                               scores=scores, q=q, kind=kind or "", status=status or "",
-                              kinds=ALL_KINDS, statuses=(*STATUSES[1:], "all"), next_cursor=next_cursor,
+                              kinds=ALL_KINDS, statuses=(*STATUSES[1:], "all"), extra=extra,
+                              maturities=("candidate", "confirmed", "canonical"), next_cursor=next_cursor,
                               cursor=cursor, purged=request.query_params.get("purged"),
                               filters=filters)
 
