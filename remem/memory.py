@@ -79,6 +79,7 @@ _GENERIC_ROLES = {"user", "assistant", "system", "tool", None}
 _VERDICTS = ("helpful", "wrong", "stale")
 _STATUSES = ("active", "superseded", "archived", "forgotten", "held")
 _MATURITIES = ("candidate", "confirmed", "canonical")
+_LOGGED_CHARS = 20_000  # of an injected text, in the injection log
 _DOOR = re.compile(r"(hook|mcp):[A-Za-z_]{1,64}|proxy|context|[a-z][a-z_-]{0,31}")
 
 
@@ -692,7 +693,7 @@ class Memory:
             return None
         return self.log_injection(door=door, given=given, tokens=ctx.tokens, query=query,
                                   org_id=org_id, user_id=user_id, agent_id=agent_id,
-                                  project=project, session_id=session_id)
+                                  project=project, session_id=session_id, text=ctx.text)
 
     def _context(self, *, org_id: str | None, user_id: str | None, agent_id: str | None,
                  project: str | None, session_id: str | None, query: str | None,
@@ -734,13 +735,14 @@ class Memory:
                       tokens: int, query: str | None = None, org_id: str | None = None,
                       user_id: str | None = None, agent_id: str | None = None,
                       project: str | None = None, session_id: str | None = None,
-                      at: str | datetime | None = None) -> Injection:
+                      text: str | None = None, at: str | datetime | None = None) -> Injection:
         """Record that the memories ``given`` were handed to a model through ``door``
         (``hook:<event>``, ``mcp:<tool>``, ``proxy``, ``context``...), in the scope of the
         agent and session that got them.
 
         ``given`` is ``(memory id, section, channels)`` in the order of the text; the
-        entry keeps the query (shortened) and the text's ``tokens``. The log is kept
+        entry keeps the query (shortened), the ``text`` given (its first 20,000
+        characters) and its ``tokens``. The log is kept
         within ``config.injection_log_days`` and ``config.injection_log_rows``.
         """
         self._check_open()
@@ -755,7 +757,8 @@ class Memory:
         entry = NewInjection(id=new_id("i_"), at=time.time() if when is None else when, door=door,
                              scope=scope, query=None if query is None else query[:2000],
                              tokens=tokens, items=[(str(i), str(s), [str(c) for c in ch])
-                                                   for i, s, ch in given])
+                                                   for i, s, ch in given],
+                             text=None if text is None else str(text)[:_LOGGED_CHARS])
         self.store.log_injection(entry, keep_days=self.config.injection_log_days,
                                  keep_rows=self.config.injection_log_rows)
         return self.store.injection(entry.id, scope)

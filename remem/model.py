@@ -317,6 +317,7 @@ class Injection(BaseModel):
     session_id: str | None = None
     query: str | None = None
     tokens: int
+    text: str | None = Field(None, description="the text the model was given (its start)")
     items: list[Injected] = Field(default_factory=list)
 
 

@@ -156,6 +156,8 @@ def test_a_sessions_injection_log_shows_the_memories_the_hook_gave(page: object,
     expect(given).to_have_count(len(scenario.hook_ids))
     assert [given.nth(n).get_attribute("data-memory") for n in range(given.count())] == scenario.hook_ids
     expect(injection).to_contain_text("Always use pnpm")
+    injection.get_by_text("The text the model was given").click()
+    expect(injection.locator("pre")).to_have_text(scenario.hook_text)
     shot(page, "session")
 
 

@@ -298,6 +298,7 @@ def test_each_hook_logs_exactly_the_memories_its_answer_gave(claude: Agent) -> N
         assert set(log) == set(texts)
         for door, text in texts.items():
             assert [i.memory_id for i in log[door].items] == _ID.findall(text), door
+            assert log[door].text == text
             assert (log[door].user_id, log[door].project) == ("alice", "shop")
         assert len(log["hook:SessionStart"].items) == 3
         assert log["hook:PreToolUse"].items[0].kind == "pitfall"

@@ -55,7 +55,7 @@ def test_a_logged_context_records_exactly_the_memories_of_its_text_in_order(tmp_
         assert "Bob" not in " ".join(g.text for g in given)
         assert (entry.door, entry.session_id, entry.project, entry.query) == (
             "context", "s1", "web", "which build tool?")
-        assert entry.tokens == ctx.tokens
+        assert (entry.tokens, entry.text) == (ctx.tokens, ctx.text)
         assert [i.rank for i in entry.items] == list(range(1, len(entry.items) + 1))
         assert {i.section for i in entry.items} <= {"core", "working", "recall"}
         # not asked to log: nothing recorded

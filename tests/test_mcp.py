@@ -263,6 +263,7 @@ def test_bootstrap_and_recall_log_exactly_the_memories_they_answered_with(
         for entry in log:
             shown = re.findall(r"\(id ([a-z]_[0-9a-f]+)", texts[entry.door])
             assert [i.memory_id for i in entry.items] == shown and shown, entry.door
+            assert entry.text == texts[entry.door]
         recall = log[0]
         assert recall.query == "how to run the tests?"
         assert all(i.channels for i in recall.items)

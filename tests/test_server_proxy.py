@@ -190,6 +190,7 @@ def test_the_log_records_exactly_the_memories_the_model_was_given(proxied: Proxi
         line for line in system.splitlines() if line.startswith("- ")]
     assert {"pnpm", "tabs"} <= {w for g in given for w in g.text.split()}
     assert int(response.headers["x-remem-memories"]) == len(given)
+    assert entry.text is not None and entry.text in system
     assert proxied.memory.injections(user_id="bob") == []
 
 

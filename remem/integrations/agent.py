@@ -175,7 +175,7 @@ class AgentMemory:
             return
         try:
             self.memory.log_injection(door=door, given=given, tokens=estimate_tokens(text),
-                                      query=query, **self.scope.many(session_id))
+                                      query=query, text=text, **self.scope.many(session_id))
         except RememError as exc:
             log.warning("could not record an injection through %s: %s", door, exc)
 

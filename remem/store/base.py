@@ -57,6 +57,7 @@ class NewInjection:
     query: str | None
     tokens: int
     items: Sequence[tuple[str, str, Sequence[str]]] = ()
+    text: str | None = None
 
 
 @dataclass(frozen=True)

@@ -21,7 +21,7 @@ from .base import NewInjection
 __all__ = ["InjectionOps"]
 
 _COLUMNS = ("i.rowid, i.id, i.at, i.door, i.org_id, i.user_id, i.agent_id, i.project, "
-            "i.session_id, i.query, i.tokens")
+            "i.session_id, i.query, i.tokens, i.text")
 
 
 def _where(scope: Scope, alias: str = "i") -> tuple[str, list[Any]]:
@@ -54,9 +54,9 @@ class InjectionOps:
         with self.write(changes=False) as conn:
             cur = conn.execute(
                 "INSERT INTO injections (id, at, door, org_id, user_id, agent_id, project, "
-                "session_id, query, tokens) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+                "session_id, query, tokens, text) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
                 (entry.id, entry.at, entry.door, s.org_id, s.user_id, s.agent_id, s.project,
-                 s.session_id, entry.query, entry.tokens))
+                 s.session_id, entry.query, entry.tokens, entry.text))
             rowid = cur.lastrowid
             ids = [memory_id for memory_id, _, _ in entry.items]
             rows: dict[str, int] = {}
@@ -93,7 +93,7 @@ class InjectionOps:
                                              used=used_at is not None))
         return [Injection(id=r[1], at=datetime.fromtimestamp(r[2], timezone.utc), door=r[3],
                           org_id=r[4], user_id=r[5], agent_id=r[6], project=r[7], session_id=r[8],
-                          query=r[9], tokens=r[10], items=items[r[0]]) for r in rows]
+                          query=r[9], tokens=r[10], text=r[11], items=items[r[0]]) for r in rows]
 
     def injections(self, scope: Scope, *, door: str | None = None, limit: int = 50,
                    cursor: str | None = None) -> tuple[list[Injection], str | None]:

@@ -199,7 +199,8 @@ MIGRATIONS: list[str] = [
         project TEXT,
         session_id TEXT,
         query TEXT,
-        tokens INTEGER NOT NULL
+        tokens INTEGER NOT NULL,
+        text TEXT
     );
     CREATE INDEX injections_user ON injections (org_id, user_id, rowid);
     CREATE INDEX injections_session ON injections (org_id, session_id, rowid);

@@ -92,6 +92,7 @@ TEXT: dict[str, tuple[str, str]] = {
     "door": ("Door", "入口"),
     "query": ("Query", "查询"),
     "given": ("Given", "提供的记忆"),
+    "text_given": ("The text the model was given", "模型收到的文本"),
     "used": ("used", "已使用"),
     "tokens": ("Tokens", "令牌数"),
     "turns": ("Turns", "对话"),
