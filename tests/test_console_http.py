@@ -108,3 +108,23 @@ def test_the_table_filters_by_maturity_subject_and_time(tmp_path: Path) -> None:
         assert "no memories" in client.get("/ui/memories", params={"maturity": "canonical"}).text.lower()
         bad = client.get("/ui/memories", params={"since": "soon"})
         assert bad.status_code == 400 and "since" in bad.text
+
+
+def state(memory: Memory, job_id: str) -> str:
+    (job,) = [j for j in memory.jobs(limit=1000) if j.id == job_id]
+    return job.state
+
+
+def test_a_queued_job_can_be_cancelled_and_queued_again_from_the_jobs_page(tmp_path: Path) -> None:
+    config = Config(embedder="hash", run_worker=False)  # jobs wait: no worker in this process
+    with service(tmp_path / "m.db", config) as (memory, client):
+        (job_id, *_) = memory.add("We deploy with make ship", user_id="alice").job_ids
+        page = client.get("/ui/jobs")
+        assert job_id in page.text and "hash" in page.text
+        token = _csrf(client, "/ui/jobs")
+        assert client.post(f"/ui/jobs/{job_id}/cancel", data={"csrf": token}).status_code == 303
+        assert state(memory, job_id) == "cancelled"
+        assert client.post(f"/ui/jobs/{job_id}/retry", data={"csrf": token}).status_code == 303
+        assert state(memory, job_id) == "queued"
+        refused = client.post(f"/ui/jobs/{job_id}/explode", data={"csrf": token})
+        assert refused.status_code == 400 and "retry or cancel" in refused.text

@@ -90,7 +90,8 @@ def view_routes(console: Console) -> APIRouter:
         org = who.org_id
         queue = [*memory.jobs(state="running", org_id=org, limit=50),
                  *memory.jobs(state="queued", org_id=org, limit=100)] if admin else []
-        failed = memory.jobs(state="failed", org_id=org, limit=50) if admin else []
+        failed = [*memory.jobs(state="failed", org_id=org, limit=50),
+                  *memory.jobs(state="cancelled", org_id=org, limit=20)] if admin else []
         return console.render(request, "jobs.html", who=who, admin=admin, queue=queue,
                               failed=failed, stats=memory.stats() if admin and org is None else None,
                               embedder=memory.embedder.name, extractor=memory.config.agent.extractor,
