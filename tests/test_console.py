@@ -238,6 +238,7 @@ def test_the_interface_speaks_chinese(page: object) -> None:
     page.goto("/ui/memories?lang=zh")
     expect(page.get_by_role("navigation")).to_contain_text("记忆")
     expect(page.get_by_role("button", name="搜索")).to_be_visible()
+    shot(page, "memories-zh")
     page.goto("/ui/review")  # the choice is remembered
     expect(page.locator("h1")).to_have_text("待审")
     page.get_by_role("link", name="English").click()

@@ -128,3 +128,20 @@ def test_a_queued_job_can_be_cancelled_and_queued_again_from_the_jobs_page(tmp_p
         assert state(memory, job_id) == "queued"
         refused = client.post(f"/ui/jobs/{job_id}/explode", data={"csrf": token})
         assert refused.status_code == 400 and "retry or cancel" in refused.text
+
+
+def test_the_console_bench_reports_each_page_and_its_baseline() -> None:
+    import json
+
+    from typer.testing import CliRunner
+
+    from remem.cli import app
+
+    out = CliRunner().invoke(app, ["bench", "console", "--n", "300", "--rounds", "2", "--no-progress",
+                                   "--json"])
+    assert out.exit_code == 0, out.output
+    result = json.loads(out.output)
+    assert result["n"] == 300 and set(result["baseline"]) == {"table, first page", "health route"}
+    assert {"table, first page", "table, a later page (cursor)", "table, search box",
+            "memory page"} <= set(result["pages"])
+    assert all(v["p95_ms"] >= v["p50_ms"] > 0 for v in result["pages"].values())

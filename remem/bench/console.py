@@ -94,8 +94,10 @@ def _pages(memory: Memory, rounds: int, full: bool) -> dict[str, dict[str, float
         if not full:
             out["health route"] = _time(client, timed, "/v1/health", rounds)
             return out
-        middle = memory.list(limit=1000, user_id="alice").next_cursor
-        out["table, a later page (cursor)"] = _time(client, timed, f"/ui/memories?cursor={middle}", rounds)
+        # a cursor well into the store (1,000 of alice's memories back, at 100k)
+        later = memory.list(limit=max(1, min(1000, memory.stats().memories // 20)), user_id="alice")
+        cursor = f"?cursor={later.next_cursor}" if later.next_cursor else ""
+        out["table, a later page (cursor)"] = _time(client, timed, f"/ui/memories{cursor}", rounds)
         out["table, one kind and user"] = _time(client, timed, "/ui/memories?kind=decision&user=bob", rounds)
         out["table, search box"] = _time(client, timed, "/ui/memories?q=billing+pipeline", rounds)
         one = memory.list(limit=1, user_id="alice")[0]
