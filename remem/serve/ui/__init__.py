@@ -44,7 +44,7 @@ def _login_routes(app: FastAPI, console: Console) -> None:
         try:
             form = await read_form(request)
         except StaleForm:
-            return console.error(request, console._t(request, "csrf"), 403)
+            return console.error(request, console.text(request, "csrf"), 403)
         key = form.get("key", "").strip()
         found = auth.keys.verify(key) if key else None
         target = form.get("next") or "/ui/memories"

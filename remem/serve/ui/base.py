@@ -15,7 +15,8 @@ from ...memory import Memory
 from ..auth import Authenticator, Principal
 from ..errors import ApiError
 from .guard import Forbidden, LoginNeeded, StaleForm, console_principal, read_form, require
-from .render import Renderer, redirect
+from .i18n import pick_language, translator
+from .render import LANG_COOKIE, Renderer, redirect
 
 __all__ = ["Console", "ScopeFilter"]
 
@@ -75,7 +76,7 @@ class Console:
         except LoginNeeded:
             return redirect("/ui/login", next=request.url.path)
         except Forbidden:
-            return self.error(request, self._t(request, "forbidden"), 403)
+            return self.error(request, self.text(request, "forbidden"), 403)
         except ApiError as exc:  # asked for another org or user than the key's
             return self.error(request, exc.message, exc.status)
         except NotFoundError as exc:
@@ -96,9 +97,9 @@ class Console:
         except LoginNeeded:
             return redirect("/ui/login")
         except StaleForm:
-            return self.error(request, self._t(request, "csrf"), 403)
+            return self.error(request, self.text(request, "csrf"), 403)
         except Forbidden:
-            return self.error(request, self._t(request, "forbidden"), 403)
+            return self.error(request, self.text(request, "forbidden"), 403)
         except ApiError as exc:
             return self.error(request, exc.message, exc.status)
         except NotFoundError as exc:
@@ -107,10 +108,8 @@ class Console:
             return self.error(request, str(exc), 400)
 
     @staticmethod
-    def _t(request: Request, key: str) -> str:
-        from .i18n import pick_language, translator
-        from .render import LANG_COOKIE
-
+    def text(request: Request, key: str) -> str:
+        """The interface text of ``key`` in the request's language."""
         return translator(pick_language(request.query_params.get("lang"),
                                         request.cookies.get(LANG_COOKIE),
                                         request.headers.get("accept-language")))(key)

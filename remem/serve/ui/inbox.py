@@ -9,7 +9,7 @@ from fastapi.responses import Response
 
 from ..auth import Principal
 from .base import Console, ScopeFilter
-from .memories import _own_scope
+from .memories import own_scope
 from .render import redirect
 
 __all__ = ["inbox_routes"]
@@ -37,7 +37,7 @@ def inbox_routes(console: Console) -> APIRouter:
         def handler(who: Principal, form: dict[str, str]) -> Response:
             where = ScopeFilter.of(request, who)
             item = memory.get(memory_id, **where.owner())
-            own = _own_scope(who, item)
+            own = own_scope(who, item)
             approve = form.get("decision") == "approve"
             if item.status == "held":
                 memory.review(item.id, approve=approve, note="decided in the console", **own)

@@ -14,14 +14,14 @@ from ..auth import Principal
 from .base import Console, ScopeFilter
 from .render import memory_url, redirect, word_diff
 
-__all__ = ["memory_routes"]
+__all__ = ["memory_routes", "own_scope"]
 
 STATUSES = ("active", "superseded", "archived", "forgotten", "held")
 ALL_KINDS = (*KINDS, "episode")
 _PAGE = 50
 
 
-def _own_scope(who: Principal, item: MemoryItem) -> dict[str, Any]:
+def own_scope(who: Principal, item: MemoryItem) -> dict[str, Any]:
     """The exact scope to change ``item`` in, confined to the key."""
     org, user = who.confine(item.org_id, item.user_id)
     return {"org_id": org, "user_id": user, "agent_id": item.agent_id, "project": item.project}
@@ -41,6 +41,7 @@ def memory_routes(console: Console) -> APIRouter:
             raise ValidationError("kind", f"{kind!r} is not a kind; use one of {', '.join(ALL_KINDS)}")
         if status is not None and status not in (*STATUSES, "all"):
             raise ValidationError("status", f"{status!r}: use one of {', '.join(STATUSES)} or all")
+        purged = request.query_params.get("purged") or ""
         extra = {k: (request.query_params.get(k) or "").strip() or None
                  for k in ("maturity", "subject", "since", "until")}
         kinds = [kind] if kind else None
@@ -68,7 +69,7 @@ def memory_routes(console: Console) -> APIRouter:
                               scores=scores, q=q, kind=kind or "", status=status or "",
                               kinds=ALL_KINDS, statuses=(*STATUSES[1:], "all"), extra=extra,
                               maturities=("candidate", "confirmed", "canonical"), next_cursor=next_cursor,
-                              cursor=cursor, purged=request.query_params.get("purged"),
+                              cursor=cursor, purged=purged if purged.isdigit() else None,
                               filters=filters)
 
     @router.get("")
@@ -116,7 +117,7 @@ def memory_routes(console: Console) -> APIRouter:
                   note: str | None) -> Response:
         def handler(who: Principal, form: dict[str, str]) -> Response:
             item = _item(request, who, memory_id)
-            change(item, _own_scope(who, item), form)
+            change(item, own_scope(who, item), form)
             return redirect(memory_url(item), note=note)
         return await console.action(request, scope, handler)
 
@@ -156,7 +157,7 @@ def memory_routes(console: Console) -> APIRouter:
             item = _item(request, who, memory_id)
             if form.get("confirm") != "yes":
                 return redirect(f"/ui/memories/{item.id}/purge")
-            deleted = memory.purge(item.id, **_own_scope(who, item))
+            deleted = memory.purge(item.id, **own_scope(who, item))
             return redirect("/ui/memories", purged=str(len(deleted)))
         return await console.action(request, "admin", handler)
 

@@ -47,7 +47,7 @@ def view_routes(console: Console) -> APIRouter:
         rows = memory.list(as_of=as_of, limit=_SHOWN, **where.many()) if as_of is not None \
             else memory.list(limit=_SHOWN, **where.many())
         ordered = sorted(rows, key=lambda m: m.valid_from or m.created_at, reverse=True)
-        labels = [when(t) for t in times] + [console._t(request, "now")]
+        labels = [when(t) for t in times] + [console.text(request, "now")]
         return console.render(request, "timeline.html", who=who, rows=ordered, as_of=as_of,
                               step=step, steps=len(times), labels=json.dumps(labels),
                               label=labels[step] if step < len(labels) else labels[-1],
