@@ -9,7 +9,7 @@ from fastapi import APIRouter, Request
 from fastapi.responses import Response
 
 from ...errors import NotFoundError, ValidationError
-from ...model import KINDS, MemoryItem
+from ...model import KINDS, HistoryEntry, MemoryItem
 from ..auth import Principal
 from .base import Console, ScopeFilter
 from .render import memory_url, redirect, word_diff
@@ -42,7 +42,7 @@ def memory_routes(console: Console) -> APIRouter:
         if status is not None and status not in (*STATUSES, "all"):
             raise ValidationError("status", f"{status!r}: use one of {', '.join(STATUSES)} or all")
         purged = request.query_params.get("purged") or ""
-        extra = {k: (request.query_params.get(k) or "").strip() or None
+        extra: dict[str, Any] = {k: (request.query_params.get(k) or "").strip() or None
                  for k in ("maturity", "subject", "since", "until")}
         kinds = [kind] if kind else None
         hits: list[Any] | None = None
@@ -80,11 +80,11 @@ def memory_routes(console: Console) -> APIRouter:
         item = memory.get(memory_id, **where.owner())
         owner = {"org_id": item.org_id, **{k: v for k, v in where.owner().items() if k != "org_id"}}
         history = memory.history(memory_id, **owner)
-        versions = []
-        previous = None
+        versions: list[tuple[HistoryEntry, list[tuple[str, str]] | None]] = []
+        previous: str | None = None
         for entry in history:
-            changed = previous is not None and previous != entry.text
-            diff = word_diff(previous, entry.text) if changed and previous is not None else None
+            diff = word_diff(previous, entry.text) \
+                if previous is not None and previous != entry.text else None
             versions.append((entry, diff))
             previous = entry.text
         sources = []

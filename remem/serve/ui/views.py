@@ -12,6 +12,7 @@ from fastapi.responses import Response
 
 from ..._inputs import parse_time
 from ...errors import ValidationError
+from ...model import MemoryItem
 from ..auth import Principal
 from .base import Console, ScopeFilter
 from .render import redirect, when
@@ -67,6 +68,7 @@ def view_routes(console: Console) -> APIRouter:
 
     def network(request: Request, who: Principal, where: ScopeFilter) -> Response:
         memory_id = request.query_params.get("id")
+        center: MemoryItem | None
         if memory_id:
             center = memory.get(memory_id, **where.owner())
         else:  # the newest memory that has edges
