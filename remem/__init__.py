@@ -25,6 +25,7 @@ if TYPE_CHECKING:
         RememError,
         SchemaVersionError,
         StoreError,
+        StoreNotFoundError,
         ValidationError,
     )
     from .memory import AsyncMemory, Memory
@@ -39,7 +40,7 @@ _HOMES = {
                      "Stats"), "model"),
     **dict.fromkeys(("ClosedError", "ConfigError", "EmbedderMismatchError", "EmbeddingError",
                      "NotFoundError", "RememError", "SchemaVersionError", "StoreError",
-                     "ValidationError"), "errors"),
+                     "StoreNotFoundError", "ValidationError"), "errors"),
 }
 
 
@@ -78,6 +79,7 @@ __all__ = [
     "Source",
     "Stats",
     "StoreError",
+    "StoreNotFoundError",
     "ValidationError",
 ]
 

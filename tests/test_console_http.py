@@ -82,6 +82,7 @@ def test_remem_ui_serves_the_console_on_loopback_and_refuses_a_taken_port(tmp_pa
                                 str(port), "--db", str(db)], env=env, capture_output=True,
                                text=True, timeout=60)
         assert taken.returncode == 1 and f"port {port}" in taken.stderr and "--port" in taken.stderr
+        assert len(taken.stderr.strip().splitlines()) == 1  # one line, no traceback
     finally:
         process.terminate()
         process.wait(10)

@@ -11,6 +11,7 @@ import shutil
 import socket
 import sqlite3
 import subprocess
+import sys
 import tempfile
 import threading
 from collections.abc import Iterator
@@ -99,11 +100,13 @@ def _setup(tmp_path: Path, monkeypatch: pytest.MonkeyPatch, target: str,
     env = {**os.environ, "HOME": str(home), "REMEM_HOME": str(tmp_path / "store"),
            "REMEM_EMBEDDER": "hash", "REMEM_USER": "alice", "OMP_NUM_THREADS": "1",
            "REMEM_HOOK_DEADLINE_S": "30", "XDG_RUNTIME_DIR": runtime,
-           "REMEM_DAEMON_IDLE_S": "120"}
+           "REMEM_DAEMON_IDLE_S": "120",
+           # the installed hooks run `remem` from PATH, as on a machine where it is installed
+           "PATH": f"{Path(sys.executable).parent}{os.pathsep}{os.environ.get('PATH', '')}"}
     for name in ("HOME", "REMEM_HOME", "REMEM_EMBEDDER", "REMEM_USER"):  # for hooks run in-process
         monkeypatch.setenv(name, env[name])
     monkeypatch.chdir(root)
-    result = runner.invoke(app, ["install", target, "--project"], catch_exceptions=False)
+    result = runner.invoke(app, ["install", target], catch_exceptions=False)
     assert result.exit_code == 0, result.output
     return root, env
 

@@ -133,7 +133,7 @@ def test_dry_run_shows_without_adding_and_json_import_still_works(project: Path)
     out = remem("import", "agents-md", "AGENTS.md", "--dry-run", "--db", str(db)).stdout
     assert "convention" in out and "Never skip the integration tests" in out
     assert "nothing was added" in out
-    assert not db.exists() or memories(db) == []
+    assert not db.exists()  # a dry run on a store not made yet leaves none behind
 
     lines = project / "turns.jsonl"
     lines.write_text(json.dumps({"role": "user", "content": "we deploy on Fridays"}) + "\n")

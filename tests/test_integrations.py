@@ -62,9 +62,9 @@ def test_claude_code_project_install_adds_server_and_hooks_and_uninstall_restore
     settings.write_text(USER_SETTINGS)
     before = snapshot(project)
 
-    remem("install", "claude-code", "--project")
+    remem("install", "claude-code")
     server = read(project / ".mcp.json")["mcpServers"]["remem"]
-    assert server["command"] == sys.executable and server["args"][:3] == ["-m", "remem", "mcp"]
+    assert server["command"] == "remem" and server["args"] == ["mcp"]
     data = read(settings)
     assert data["permissions"] == {"allow": ["Bash(npm run lint)"]} and data["model"] == "opus"
     assert data["hooks"]["PreToolUse"][0]["hooks"][0]["command"] == "./check.sh"
@@ -74,10 +74,10 @@ def test_claude_code_project_install_adds_server_and_hooks_and_uninstall_restore
                                   "PostToolUseFailure", "PreCompact", "Stop", "SessionEnd"}
     assert settings.read_text().startswith('{\n    "permissions"')  # their indentation kept
 
-    remem("install", "claude-code", "--project")  # again: nothing doubles
+    remem("install", "claude-code")  # again: nothing doubles
     assert len(read(settings)["hooks"]["PreToolUse"]) == 2
 
-    remem("uninstall", "claude-code", "--project")
+    remem("uninstall", "claude-code")
     assert snapshot(project) == before
 
 
@@ -88,7 +88,7 @@ def test_claude_code_user_install_goes_to_the_home_files_and_keeps_other_keys(pr
                                  "mcpServers": {"github": {"command": "gh-mcp"}}}, indent=2))
     before = state.read_bytes()
 
-    remem("install", "claude-code", "--user", "--db", str(home / "team.db"))
+    remem("install", "claude-code", "--global", "--db", str(home / "team.db"))
     servers = read(state)["mcpServers"]
     assert servers["github"] == {"command": "gh-mcp"}
     assert servers["remem"]["args"][-2:] == ["--db", str(home / "team.db")]
@@ -96,9 +96,30 @@ def test_claude_code_user_install_goes_to_the_home_files_and_keeps_other_keys(pr
     assert commands == [f"{sys.executable} -m remem hook Stop --db {home / 'team.db'}"]
     assert not (project / ".mcp.json").exists()
 
-    remem("uninstall", "claude-code", "--user")
+    remem("uninstall", "claude-code", "--global")
     assert state.read_bytes() == before
     assert not (home / ".claude" / "settings.json").exists()  # remem created it: gone again
+
+
+def test_project_files_name_no_path_of_this_machine_and_take_a_project_name(
+        project: Path) -> None:
+    """.mcp.json and .claude/settings.json are committed: no absolute Python path in them."""
+    remem("install", "claude-code", "--project", "web")
+    for path in (project / ".mcp.json", project / ".claude" / "settings.json"):
+        text = path.read_text()
+        assert sys.executable not in text and str(Path.home()) not in text, text
+    server = read(project / ".mcp.json")["mcpServers"]["remem"]
+    assert server == {"type": "stdio", "command": "remem", "args": ["mcp", "--project", "web"]}
+    stop = read(project / ".claude" / "settings.json")["hooks"]["Stop"][0]["hooks"][0]
+    assert stop["command"] == "remem hook Stop --project web"
+
+    remem("install", "cursor", "--project", "web")
+    hooks = read(project / ".cursor" / "hooks.json")["hooks"]["stop"][0]["command"]
+    assert hooks == "remem hook stop --agent cursor --project web"
+    assert sys.executable not in (project / ".cursor" / "mcp.json").read_text()
+    remem("uninstall", "claude-code")
+    remem("uninstall", "cursor")
+    assert not (project / ".mcp.json").exists() and not (project / ".cursor").exists()
 
 
 def test_claude_code_install_refuses_what_it_cannot_edit_safely(project: Path) -> None:
@@ -141,7 +162,7 @@ def test_cursor_gets_server_capture_hooks_and_an_always_applied_rule(project: Pa
     assert rule.startswith("---\n") and "alwaysApply: true" in rule.split("---")[1]
     assert "memory_check_command" in rule and "memory_bootstrap" in rule
 
-    assert runner.invoke(app, ["install", "cursor", "--user"]).exit_code == 1
+    assert runner.invoke(app, ["install", "cursor", "--global"]).exit_code == 1
     remem("uninstall", "cursor")
     assert snapshot(project) == before
 

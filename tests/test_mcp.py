@@ -160,7 +160,12 @@ def test_check_command_gives_the_known_fix_and_corrections_keep_their_history(
 
             missing = await fails(s, "memory_get", memory_id="m_nope")
             assert "no memory with id 'm_nope'" in missing
-            assert "kind" in await fails(s, "memory_remember", text="x", kind="gossip")
+            for bad in (await fails(s, "memory_remember", text="x", kind="gossip"),
+                        await fails(s, "memory_list", kinds=["gossip"]),
+                        await fails(s, "memory_recall", query="deploy", kinds=["gossip"])):
+                # short and clear: what was wrong and the choices, no validation dump
+                assert "'gossip' is not a kind of memory; use one of" in bad and "convention" in bad
+                assert "pydantic" not in bad and "http" not in bad and len(bad.splitlines()) == 1
             assert "query" in await fails(s, "memory_recall", query="")
             assert "No skills" in await call(s, "skill_list")
             assert "no memory" in await fails(s, "skill_get", name="release")

@@ -21,8 +21,9 @@ from ..config import Config
 from ..memory import Memory
 from ..model import Scope, new_id
 from ..store.base import NewMemory
+from .progress import Reporter
 from .scale import synthetic_texts
-from .stats import percentile, progress_bar
+from .stats import percentile
 
 __all__ = ["run"]
 
@@ -60,15 +61,13 @@ def _fill(memory: Memory, n: int, progress: bool) -> None:
                           observed_at=now + i, subject="project")
                 for i in range(start, min(start + _BATCH, n))]
 
-    if progress:
-        with progress_bar() as bar:
-            task = bar.add_task(f"fill {n}", total=n)
-            for start in range(0, n, _BATCH):
-                memory.store.insert(batch(start), None)
-                bar.advance(task, min(_BATCH, n - start))
-    else:
-        for start in range(0, n, _BATCH):
-            memory.store.insert(batch(start), None)
+    shown = Reporter(f"fill {n}", n) if progress else None
+    for start in range(0, n, _BATCH):
+        memory.store.insert(batch(start), None)
+        if shown is not None:
+            shown.advance(min(_BATCH, n - start))
+    if shown is not None:
+        shown.close()
 
 
 def _time(client: Any, timed: _Timed, url: str, rounds: int) -> dict[str, float]:

@@ -26,6 +26,7 @@ import time
 from pathlib import Path
 from typing import Any
 
+from .progress import Reporter
 from .stats import percentile
 
 __all__ = ["run"]
@@ -96,6 +97,7 @@ def run(*, rounds: int = 20, lock_s: float = 10.0, progress: bool = True) -> dic
         bare: list[float] = []
         _fire([*hook, "SessionStart"], json.dumps(_payload("SessionStart", root, 0)).encode(), env, root)
         _wait_for_daemon(env)
+        shown = Reporter("rounds", rounds) if progress else None
         for n in range(rounds):
             bare.append(_fire([sys.executable, "-c", "pass"], b"", env, root))
             for event in _EVENTS:
@@ -103,10 +105,10 @@ def run(*, rounds: int = 20, lock_s: float = 10.0, progress: bool = True) -> dic
                 times["daemon"][event].append(_fire([*hook, event], data, env, root))
                 times["direct"][event].append(
                     _fire([*hook, event], data, {**env, "REMEM_DAEMON": "0"}, root))
-            if progress:
-                print(f"\rround {n + 1}/{rounds}", end="", file=sys.stderr, flush=True)
-        if progress:
-            print(file=sys.stderr)
+            if shown is not None:
+                shown.advance()
+        if shown is not None:
+            shown.close()
         locked = _locked(env, root, hook, store / "remem.db", lock_s)
         _stop(env)
     python = _summary(bare)

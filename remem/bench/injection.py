@@ -15,7 +15,6 @@ system message) and the block for a query made of the text's own words are read.
 from __future__ import annotations
 
 import json
-import sys
 import tempfile
 from collections import defaultdict
 from pathlib import Path
@@ -23,6 +22,7 @@ from typing import Any
 
 from ..config import Config
 from ..memory import Memory
+from .progress import Reporter
 
 __all__ = ["feed", "run"]
 
@@ -66,14 +66,17 @@ def run(data: str | Path, *, config: Config | None = None, limit: int | None = N
             if line.strip()][:limit]
     results: list[tuple[dict[str, Any], dict[str, bool]]] = []
     with tempfile.TemporaryDirectory() as tmp:
+        shown = Reporter("injection", len(rows)) if progress else None
         with Memory(Path(tmp) / "injection.db", config=config) as m:
             for n, item in enumerate(rows):
                 user = f"u{n}"
                 feed(m, item, user)
                 m.flush()
                 results.append((item, _probe(m, item, user)))
-                if progress:
-                    print(f"\r{n + 1}/{len(rows)}", end="", flush=True, file=sys.stderr)
+                if shown is not None:
+                    shown.advance()
+        if shown is not None:
+            shown.close()
     groups: dict[str, list[dict[str, bool]]] = defaultdict(list)
     for item, checks in results:
         side = "attacks" if item.get("attack") else "benign"

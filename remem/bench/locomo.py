@@ -14,7 +14,7 @@ import json
 import re
 import tempfile
 import time
-from collections.abc import Callable, Iterator
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from datetime import datetime, timezone
 from pathlib import Path
@@ -22,7 +22,8 @@ from typing import Any
 
 from ..config import AgentConfig, Config, RetrievalConfig
 from .baselines import System, make_system
-from .stats import percentile, progress_bar
+from .progress import Reporter, save_json
+from .stats import percentile
 
 __all__ = ["CATEGORIES", "Conversation", "Question", "load", "parse_evidence", "run"]
 
@@ -153,21 +154,11 @@ def _summary(rows: list[tuple[int, dict[int, float]]]) -> dict[str, Any]:
     return out
 
 
-def _iterate(items: list[Conversation], progress: bool) -> Iterator[Conversation]:
-    if not progress:
-        yield from items
-        return
-    with progress_bar() as bar:
-        task = bar.add_task("LoCoMo", total=len(items))
-        for item in items:
-            yield item
-            bar.advance(task)
-
-
 def run(data: str | Path, system: str = "remem", limit: int | None = None, progress: bool = True,
         make: Callable[..., System] = make_system,
         retrieval: dict[str, Any] | None = None, store: str | Path | None = None,
-        extractor: str = "rules") -> dict[str, Any]:
+        extractor: str = "rules", out: str | Path | None = None,
+        reporter: Callable[[str, int], Reporter] = Reporter) -> dict[str, Any]:
     """Ingest each conversation, ask every question, and return recall and speed figures.
 
     ``retrieval`` overrides remem's retrieval settings (``RetrievalConfig`` fields);
@@ -175,6 +166,8 @@ def run(data: str | Path, system: str = "remem", limit: int | None = None, progr
     ``store`` (remem only) keeps the ingested store in that folder; when the folder
     already holds one, ingestion is skipped and only the questions are asked, so that
     retrieval settings can be compared on the same store in a minute.
+    ``out`` gets the figures so far after each conversation (``"partial": true`` until
+    the last one); ``reporter`` builds the progress display (stderr) when ``progress``.
     """
     conversations = load(data)[:limit]
     rows: list[tuple[int, dict[int, float]]] = []
@@ -188,8 +181,9 @@ def run(data: str | Path, system: str = "remem", limit: int | None = None, progr
         config = Config(retrieval=RetrievalConfig(**(retrieval or {})),
                         agent=AgentConfig(extractor=extractor))
         sys_ = make(system, Path(store or tmp), config=config)
+        shown = reporter("LoCoMo", len(conversations)) if progress else None
         try:
-            for conv in _iterate(conversations, progress):
+            for done, conv in enumerate(conversations, 1):
                 start = time.perf_counter()
                 for session in [] if reuse else conv.sessions:
                     turns_in = [(t.speaker, t.text, {"turn_id": t.dia_id}) for t in session.turns]
@@ -204,8 +198,27 @@ def run(data: str | Path, system: str = "remem", limit: int | None = None, progr
                     ranked = sys_.search(conv.sample_id, q.text, max(KS))
                     search_ms.append((time.perf_counter() - t0) * 1000)
                     rows.append((q.category, {k: _recall(ranked, q.evidence, k) for k in KS}))
+                if out is not None and done < len(conversations):
+                    save_json(out, _figures(rows, conversations[:done], system, reuse, turns,
+                                            search_ms, add_s, ingest_s, extractor)
+                              | {"partial": True, "of_conversations": len(conversations)})
+                if shown is not None:
+                    shown.advance(note=conv.sample_id)
         finally:
+            if shown is not None:
+                shown.close()
             sys_.close()
+    result = _figures(rows, conversations, system, reuse, turns, search_ms, add_s, ingest_s,
+                      extractor)
+    if out is not None:
+        save_json(out, result | {"partial": False, "of_conversations": len(conversations)})
+    return result
+
+
+def _figures(rows: list[tuple[int, dict[int, float]]], conversations: list[Conversation],
+             system: str, reuse: bool, turns: int, search_ms: list[float], add_s: float,
+             ingest_s: float, extractor: str) -> dict[str, Any]:
+    """The result of a run over ``conversations`` (all of them, or those done so far)."""
     result = _summary(rows)
     result.update({
         "system": system,

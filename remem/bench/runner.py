@@ -11,7 +11,7 @@ import hashlib
 import json
 import logging
 import platform
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -20,8 +20,8 @@ from .baselines import SYSTEMS
 from .datasets import LOADERS, load_dataset
 from .harness import run_system
 from .llm import ChatClient, LLMSettings
+from .progress import Reporter, save_json
 from .qa import evaluate_answers
-from .stats import progress_bar
 from .summary import BUDGETS, KS, summarise
 
 __all__ = ["run"]
@@ -65,12 +65,15 @@ def run(dataset: str, data: str | Path, systems: Sequence[str], *, limit: int | 
         whole_sessions: bool = False, depth: int = 100, context_k: int = 10,
         llm: LLMSettings | None = None, llm_transport: Any = None, progress: bool = True,
         embedder: Embedder | None = None, out: str | Path | None = None,
-        report: bool = True, plots: bool = True) -> dict[str, Any]:
+        report: bool = True, plots: bool = True,
+        reporter: Callable[[str, int], Reporter] = Reporter) -> dict[str, Any]:
     """Run ``systems`` on the first ``limit`` conversations (LoCoMo) or questions
     (LongMemEval) of ``data``; write ``out`` (JSON) with a report beside it if asked.
 
     A system that cannot be built or fails midway gets ``{"error": ...}`` in place of its
-    figures, and the others still run.
+    figures, and the others still run. With ``out``, the figures of the systems done so
+    far are written there after each one (``"partial": true``), so a stopped run leaves
+    them; the last write is the whole result and its report.
     """
     unknown = [s for s in systems if s not in SYSTEMS]
     if unknown:
@@ -87,36 +90,7 @@ def run(dataset: str, data: str | Path, systems: Sequence[str], *, limit: int | 
     if embedder is not None:  # loaded once, before any system is timed or measured
         embedder.embed_queries(["warm up"])
         embedder.embed_passages(["warm up"])
-    results: dict[str, Any] = {"systems": {}}
-    bar = progress_bar() if progress else None
-    if bar:
-        bar.start()
-    try:
-        for name in systems:
-            task = bar.add_task(name, total=len(loaded.conversations)) if bar else None
-            advance = (lambda t=task: bar.advance(t)) if bar and task is not None else None
-            try:
-                sys_run = run_system(name, loaded, depth=depth, context_k=context_k,
-                                     whole_sessions=whole_sessions, embedder=embedder,
-                                     advance=advance)
-            except Exception as exc:  # noqa: BLE001 - one failing system must not stop the rest
-                log.warning("system %s failed: %s", name, _error(exc))
-                results["systems"][name] = {"error": _error(exc)}
-                continue
-            entry = summarise(sys_run, loaded)
-            if llm is not None:
-                client = ChatClient(llm, transport=llm_transport)
-                try:
-                    entry["llm"] = evaluate_answers(sys_run, loaded, client, llm)
-                except Exception as exc:  # noqa: BLE001 - retrieval figures stand without it
-                    entry["llm"] = {"error": _error(exc)}
-                finally:
-                    client.close()
-            results["systems"][name] = entry
-    finally:
-        if bar:
-            bar.stop()
-    results["dataset"] = {
+    about: dict[str, Any] = {"dataset": {
         "name": loaded.name, "conversations": len(loaded.conversations),
         "questions": sum(len(c.questions) for c in loaded.conversations),
         "scored_questions": sum(1 for c in loaded.conversations for q in c.questions if not q.skip),
@@ -124,9 +98,36 @@ def run(dataset: str, data: str | Path, systems: Sequence[str], *, limit: int | 
         "protocol": loaded.protocol, "categories": loaded.categories,
         "main_categories": list(loaded.main_categories), "notes": loaded.notes,
         "skipped_in_run": _skipped(loaded),
-    }
-    results["settings"] = _settings(dataset, path, systems, limit, whole_sessions, depth,
-                                    context_k, llm)
+    }}
+    about["settings"] = _settings(dataset, path, systems, limit, whole_sessions, depth,
+                                  context_k, llm)
+    results: dict[str, Any] = {"systems": {}}
+    for name in systems:
+        shown = reporter(name, len(loaded.conversations)) if progress else None
+        try:
+            sys_run = run_system(name, loaded, depth=depth, context_k=context_k,
+                                 whole_sessions=whole_sessions, embedder=embedder,
+                                 advance=shown.advance if shown is not None else None)
+        except Exception as exc:  # noqa: BLE001 - one failing system must not stop the rest
+            log.warning("system %s failed: %s", name, _error(exc))
+            results["systems"][name] = {"error": _error(exc)}
+            continue
+        finally:
+            if shown is not None:
+                shown.close()
+        entry = summarise(sys_run, loaded)
+        if llm is not None:
+            client = ChatClient(llm, transport=llm_transport)
+            try:
+                entry["llm"] = evaluate_answers(sys_run, loaded, client, llm)
+            except Exception as exc:  # noqa: BLE001 - retrieval figures stand without it
+                entry["llm"] = {"error": _error(exc)}
+            finally:
+                client.close()
+        results["systems"][name] = entry
+        if out is not None and len(results["systems"]) < len(systems):
+            save_json(out, {**results, **about, "partial": True})  # what a stopped run leaves
+    results.update(about)
     if out is not None:
         write(results, Path(out), report=report, plots=plots)
     return results

@@ -21,7 +21,8 @@ import numpy as np
 
 from ..config import Config
 from ..memory import Memory
-from .stats import percentile, progress_bar
+from .progress import Reporter
+from .stats import percentile
 
 __all__ = ["run", "synthetic_queries", "synthetic_texts"]
 
@@ -111,15 +112,13 @@ def run(n: int = 100_000, queries: int = 200, progress: bool = True, embed: bool
         try:
             start = time.perf_counter()
             batch = 100
-            if progress:
-                with progress_bar() as bar:
-                    task = bar.add_task("ingest", total=n)
-                    for i in range(0, n, batch):
-                        memory.add(texts[i : i + batch], user_id="scale", session_id=f"s{i // 1000}")
-                        bar.advance(task, min(batch, n - i))
-            else:
-                for i in range(0, n, batch):
-                    memory.add(texts[i : i + batch], user_id="scale", session_id=f"s{i // 1000}")
+            shown = Reporter("ingest", n) if progress else None
+            for i in range(0, n, batch):
+                memory.add(texts[i : i + batch], user_id="scale", session_id=f"s{i // 1000}")
+                if shown is not None:
+                    shown.advance(min(batch, n - i))
+            if shown is not None:
+                shown.close()
             ingest_s = time.perf_counter() - start
             _fill_vectors(memory, texts, embed)
             memory.search("warm up", user_id="scale")  # loads the vector matrix once

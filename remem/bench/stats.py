@@ -1,13 +1,10 @@
-"""Small helpers for benchmark figures and progress display."""
+"""Small helpers for benchmark figures."""
 
 from __future__ import annotations
 
 from collections.abc import Sequence
 
-from rich.console import Console
-from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
-
-__all__ = ["percentile", "progress_bar"]
+__all__ = ["percentile"]
 
 
 def percentile(values: Sequence[float], q: float) -> float:
@@ -19,9 +16,3 @@ def percentile(values: Sequence[float], q: float) -> float:
     low = int(pos)
     high = min(low + 1, len(ordered) - 1)
     return ordered[low] + (ordered[high] - ordered[low]) * (pos - low)
-
-
-def progress_bar() -> Progress:
-    """A progress bar on stderr, so stdout stays clean for ``--json``."""
-    return Progress(TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(),
-                    TimeElapsedColumn(), console=Console(stderr=True), transient=True)

@@ -21,6 +21,7 @@ def _app() -> Any:
         bench_extract,
         commands,
         demo,
+        doctor,
         log,
         memory_agent,
         serve,

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+import shutil
 from enum import Enum
 from pathlib import Path
 from typing import Annotated
@@ -38,9 +39,10 @@ class HookAgent(str, Enum):
 ProjectNameOpt = Annotated[str | None, typer.Option(
     "--project", help="Project name (default: the name of the git root folder of the current "
     "directory).")]
-LevelOpt = Annotated[bool, typer.Option(
-    "--project/--user", help="Set it up for this project (default) or for every project of "
-    "this user.")]
+GlobalOpt = Annotated[bool, typer.Option(
+    "--global", help="Set it up for every project of this user (Claude Code: ~/.claude.json "
+    "and ~/.claude/settings.json; Codex: the guide in ~/.codex/AGENTS.md) instead of this "
+    "project.")]
 DirOpt = Annotated[Path | None, typer.Option(
     "--dir", file_okay=False, help="The project folder (default: the git root of the current "
     "directory).")]
@@ -105,7 +107,10 @@ def _project_root(folder: Path | None) -> Path:
     return project_root(here) or here
 
 
-def _report(changes: list[Change], hint: str) -> None:
+def _report(changes: list[Change], hint: str, as_json: bool = False) -> None:
+    if as_json:
+        print_json([{"path": str(c.path), "outcome": c.outcome, "what": c.what} for c in changes])
+        return
     console = out_console()
     for change in changes:
         console.print(Text(str(change)), soft_wrap=True)
@@ -116,52 +121,63 @@ def _report(changes: list[Change], hint: str) -> None:
 @app.command()
 def install(
     target: Annotated[Target, typer.Argument(help="The coding agent: claude-code, cursor or codex.")],
-    project_level: LevelOpt = True,
+    project: Annotated[str | None, typer.Option(
+        "--project", help="Project name the memory uses (default: the name of the git root "
+        "folder, found again each time the agent starts remem).")] = None,
+    user_level: GlobalOpt = False,
     folder: DirOpt = None,
     db: DbOpt = None,
+    as_json: JsonOpt = False,
 ) -> None:
     """Set a coding agent up to use remem: the MCP server, hooks, instructions.
 
-    claude-code: .mcp.json and .claude/settings.json hooks (--user: ~/.claude.json and
+    claude-code: .mcp.json and .claude/settings.json hooks (--global: ~/.claude.json and
     ~/.claude/settings.json). cursor: .cursor/mcp.json, .cursor/hooks.json and
     .cursor/rules/remem.mdc. codex: ~/.codex/config.toml and a block in AGENTS.md.
+    A project's files are committed: they run `remem` from PATH, not a path on this machine.
 
-    Example: remem install claude-code --project
+    Example: remem install claude-code --project web
     """
     from ..integrations import claude_code, codex, cursor
 
-    level: Level = "project" if project_level else "user"
+    level: Level = "user" if user_level else "project"
     root = _project_root(folder)
     with boundary():
         if target is Target.claude_code:
-            changes = claude_code.install(level, root, db=db)
+            changes = claude_code.install(level, root, db=db, project=project)
             hint = ("Restart Claude Code (or run /hooks) to load them; "
                     "`remem uninstall claude-code` undoes it.")
         elif target is Target.cursor:
             if level == "user":
-                raise ConfigError("the Cursor set-up is per project; run it in the project without --user")
-            changes = cursor.install(root, db=db)
+                raise ConfigError("the Cursor set-up is per project; run it in the project without --global")
+            changes = cursor.install(root, db=db, project=project)
             hint = "Reload Cursor and enable the remem MCP server in its settings."
         else:
-            changes = codex.install(level, root, db=db)
+            changes = codex.install(level, root, db=db, project=project)
             hint = "Restart Codex to load the MCP server."
-    _report(changes, hint)
+    _report(changes, hint, as_json)
+    if level == "project" and shutil.which("remem") is None:
+        err_console().print(Text("`remem` is not on PATH here: the agent starts `remem` from "
+                                 "PATH, so install it where the agent can find it (e.g. pipx "
+                                 "install remem, or activate this environment first)"),
+                            style="yellow")
 
 
 @app.command()
 def uninstall(
     target: Annotated[Target, typer.Argument(help="The coding agent: claude-code, cursor or codex.")],
-    project_level: LevelOpt = True,
+    user_level: GlobalOpt = False,
     folder: DirOpt = None,
+    as_json: JsonOpt = False,
 ) -> None:
     """Remove exactly what `remem install` added for a coding agent.
 
-    Example: remem uninstall claude-code --project
+    Example: remem uninstall claude-code
     """
     from ..integrations import claude_code, codex, cursor
     from ..integrations.files import prune_dirs
 
-    level: Level = "project" if project_level else "user"
+    level: Level = "user" if user_level else "project"
     root = _project_root(folder)
     with boundary():
         if target is Target.claude_code:
@@ -170,11 +186,11 @@ def uninstall(
                 prune_dirs(root / ".claude", root)
         elif target is Target.cursor:
             if level == "user":
-                raise ConfigError("the Cursor set-up is per project; run it in the project without --user")
+                raise ConfigError("the Cursor set-up is per project; run it in the project without --global")
             changes = cursor.uninstall(root)
         else:
             changes = codex.uninstall(level, root)
-    _report(changes, "")
+    _report(changes, "", as_json)
 
 
 @app.command(hidden=False)

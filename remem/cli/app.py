@@ -2,14 +2,22 @@
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+import json
+import sys
+from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
 from pathlib import Path
-from typing import Annotated, NoReturn, TypedDict, cast
+from typing import Annotated, Any, NoReturn, TypedDict, cast
 
 import pydantic
 import typer
 from rich.markup import escape
+from typer.core import TyperGroup
+
+try:  # Typer carries its own copy of click from 0.25 on
+    from typer._click.globals import get_current_context
+except ImportError:  # pragma: no cover
+    from click import get_current_context
 
 from ..config import Config
 from ..errors import RememError
@@ -17,6 +25,7 @@ from ..memory import Memory
 from .output import err_console
 
 __all__ = [
+    "DEFAULT_ORG",
     "AgentOpt",
     "DbOpt",
     "JsonOpt",
@@ -30,6 +39,7 @@ __all__ = [
     "bench_app",
     "boundary",
     "fail",
+    "json_requested",
     "open_memory",
     "owner",
     "scope",
@@ -37,8 +47,50 @@ __all__ = [
 
 CONTEXT = {"help_option_names": ["-h", "--help"]}
 
+
+def _wants_json(args: Sequence[str]) -> bool:
+    """Whether ``--json`` is among the options (not after a ``--``)."""
+    args = list(args)
+    return "--json" in (args[: args.index("--")] if "--" in args else args)
+
+
+def _json_error(kind: str, message: str, hint: str | None) -> None:
+    """``{"error": {"type", "message", "hint"}}`` as one line on stderr."""
+    error = {"type": kind, "message": " ".join(message.split()), "hint": hint}
+    typer.echo(json.dumps({"error": error}, ensure_ascii=False), err=True)
+
+
+class RememGroup(TyperGroup):
+    """The ``remem`` group: under ``--json``, errors of the command line itself (a bad
+    option, a missing argument) are JSON on stderr too, like the commands' own."""
+
+    def main(self, args: Sequence[str] | None = None, prog_name: str | None = None,
+             complete_var: str | None = None, standalone_mode: bool = True,
+             windows_expand_args: bool = True, **extra: Any) -> Any:
+        argv = list(sys.argv[1:] if args is None else args)
+        if not _wants_json(argv):
+            return super().main(argv, prog_name, complete_var, standalone_mode,
+                                windows_expand_args, **extra)
+        try:
+            code = super().main(argv, prog_name, complete_var, False, windows_expand_args,
+                                **extra)
+        except typer.TyperException as exc:  # click's own errors: a bad option, a bad value
+            ctx = getattr(exc, "ctx", None)
+            where = ctx.command_path if ctx is not None else "remem COMMAND"
+            _json_error(type(exc).__name__, exc.format_message(),
+                        f"see `{where} --help` for the options")
+            code = exc.exit_code
+        except typer.Abort:
+            _json_error("Aborted", "aborted", None)
+            code = 1
+        if not standalone_mode:
+            return code
+        sys.exit(code if isinstance(code, int) else 0)
+
+
 app = typer.Typer(
     name="remem",
+    cls=RememGroup,
     help="Memory for AI agents: one SQLite file, a bundled embedder, hybrid search.\n\n"
     "Example: remem add \"We deploy with make ship\" --user alice && "
     "remem search \"how do we deploy?\" --user alice",
@@ -55,6 +107,23 @@ bench_app = typer.Typer(
 )
 app.add_typer(bench_app, name="bench")
 
+
+def _print_version(value: bool) -> None:
+    if value:
+        from .. import __version__
+
+        typer.echo(f"remem {__version__}")
+        raise typer.Exit()
+
+
+@app.callback()
+def _root(
+    version: Annotated[bool, typer.Option(
+        "--version", callback=_print_version, is_eager=True,
+        help="Print remem's version and exit.")] = False,
+) -> None:
+    """Memory for AI agents: one SQLite file, a bundled embedder, hybrid search."""
+
 # --- shared options -------------------------------------------------------------------
 
 DbOpt = Annotated[
@@ -62,6 +131,8 @@ DbOpt = Annotated[
     typer.Option("--db", metavar="PATH", dir_okay=False,
                  help="Store file (default: $REMEM_HOME/remem.db, i.e. ~/.remem/remem.db)."),
 ]
+#: The org of everything stored without an org id: single-user mode, the library's default.
+DEFAULT_ORG = "default"
 OrgOpt = Annotated[str | None, typer.Option("--org", help="Organisation id (default: 'default').")]
 UserOpt = Annotated[str | None, typer.Option("--user", help="User id the memories belong to.")]
 AgentOpt = Annotated[str | None, typer.Option("--agent", help="Agent id.")]
@@ -104,9 +175,25 @@ def scope(org: str | None = None, user: str | None = None, agent: str | None = N
 
 # --- the error boundary ---------------------------------------------------------------
 
-def fail(message: str) -> NoReturn:
-    """Print ``Error: message`` as one line on stderr and exit with code 1."""
-    err_console().print(f"[bold red]Error:[/] {_escape(message)}", soft_wrap=True, highlight=False)
+def json_requested() -> bool:
+    """Whether the running command was given ``--json``."""
+    ctx = get_current_context(silent=True)
+    while ctx is not None:
+        if ctx.params.get("as_json"):
+            return True
+        ctx = ctx.parent
+    return False
+
+
+def fail(message: str, *, hint: str | None = None, kind: str = "UsageError") -> NoReturn:
+    """Print the error on stderr and exit with code 1: ``Error: message; hint`` on one
+    line, or under ``--json`` ``{"error": {"type": kind, "message", "hint"}}``."""
+    if json_requested():
+        _json_error(kind, message, hint)
+    else:
+        text = f"{message}; {hint}" if hint else message
+        err_console().print(f"[bold red]Error:[/] {_escape(text)}", soft_wrap=True,
+                            highlight=False)
     raise typer.Exit(code=1)
 
 
@@ -127,21 +214,26 @@ def boundary() -> Iterator[None]:
     try:
         yield
     except RememError as exc:
-        fail(str(exc))
+        fail(str(exc), hint=getattr(exc, "hint", None), kind=type(exc).__name__)
     except pydantic.ValidationError as exc:  # a bad REMEM_* setting reaches Config as this
-        fail(_first_problem(exc))
+        fail(_first_problem(exc), kind="ConfigError")
     except BrokenPipeError:
         raise  # click ends quietly when the reader of stdout goes away
     except OSError as exc:
         where = f"{exc.filename}: " if exc.filename else ""
-        fail(f"{where}{exc.strerror or exc}")
+        fail(f"{where}{exc.strerror or exc}", kind=type(exc).__name__)
 
 
 @contextmanager
-def open_memory(db: Path | None, config: Config | None = None) -> Iterator[Memory]:
-    """A Memory on ``db`` (or the default file) inside the error boundary, closed after."""
+def open_memory(db: Path | None, config: Config | None = None, *,
+                create: bool = False) -> Iterator[Memory]:
+    """A Memory on ``db`` (or the default file) inside the error boundary, closed after.
+
+    Only commands that write pass ``create=True``: a command that reads a store that
+    does not exist fails instead of leaving an empty one (and its folders) behind.
+    """
     with boundary():
-        memory = Memory(db, config=config)
+        memory = Memory(db, config=config, create=create)
         try:
             yield memory
         finally:

@@ -16,7 +16,9 @@ from rich.markup import escape
 from .app import JsonOpt, bench_app, boundary, fail
 from .output import err_console, out_console, render_dict
 
-ProgressOpt = Annotated[bool, typer.Option(help="Show progress on stderr.")]
+ProgressOpt = Annotated[bool, typer.Option(
+    help="Show progress on stderr: a bar on a terminal, else a plain line every few items "
+    "or seconds.")]
 
 
 class System(str, Enum):
@@ -75,6 +77,10 @@ def locomo(
     extractor: Annotated[str, typer.Option(
         help="remem's memory agent: 'rules' (the default: turns also become typed memories "
         "that cite them) or 'off' (episodes only).")] = "rules",
+    out: Annotated[Path | None, typer.Option(
+        "--out", dir_okay=False, help="Also write the figures to this JSON file, rewritten "
+        "after each conversation (\"partial\": true until the last), so a stopped run "
+        "leaves what it measured.")] = None,
     progress: ProgressOpt = True,
     as_json: JsonOpt = False,
 ) -> None:
@@ -95,7 +101,7 @@ def locomo(
         if extractor not in ("rules", "off"):
             raise typer.BadParameter(f"{extractor!r}: use rules or off", param_hint="--extractor")
         result = run(str(data), system=system.value, limit=limit, progress=progress,
-                     retrieval=overrides or None, store=store, extractor=extractor)
+                     retrieval=overrides or None, store=store, extractor=extractor, out=out)
         if overrides:
             result["retrieval_settings"] = overrides
     report(f"LoCoMo ({system.value})", result, as_json)
@@ -336,6 +342,7 @@ def report_cmd(
     results: Annotated[Path, typer.Argument(
         exists=True, dir_okay=False, help="A results JSON written by remem bench run.")],
     plots: Annotated[bool, typer.Option(help="Draw PNG plots (needs matplotlib).")] = True,
+    as_json: JsonOpt = False,
 ) -> None:
     """Rebuild the Markdown report (and plots) of a results file, beside it.
 
@@ -348,7 +355,10 @@ def report_cmd(
             path = build_report(results, plots=plots)
         except (ValueError, KeyError) as exc:
             fail(f"{results}: not a results file of remem bench run ({exc})")
-    typer.echo(str(path))
+    if as_json:
+        typer.echo(json.dumps({"report": str(path)}))
+    else:
+        typer.echo(str(path))
 
 
 @bench_app.command("console")

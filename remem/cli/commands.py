@@ -8,6 +8,7 @@ import typer
 from rich.text import Text
 
 from .app import (
+    DEFAULT_ORG,
     AgentOpt,
     DbOpt,
     JsonOpt,
@@ -67,7 +68,7 @@ def add(
     Example: remem add "We deploy with make ship" --user alice --project web
     """
     metadata = parse_meta(meta or [])
-    with open_memory(db) as m:
+    with open_memory(db, create=True) as m:
         result = m.add({"role": role, "content": text}, timestamp=timestamp,
                        metadata=metadata or None,
                        **scope(org, user, agent, project, session))
@@ -216,9 +217,13 @@ def list_(
         print_json({"items": [item.model_dump(mode="json") for item in page],
                     "next_cursor": page.next_cursor})
         return
+    where = f"org {org or DEFAULT_ORG}" + (f", user {user}" if user else "") + \
+        (f", project {project}" if project else "")
     if not render_items(page, out_console()):
         hint = "" if episodes or kind else "; add --episodes to list raw episodes too"
-        err_console().print(Text(f"no memories{hint}"), style="yellow")
+        err_console().print(Text(f"no memories in {where}{hint}"), style="yellow")
+    else:
+        err_console().print(Text(f"{len(page)} in {where}"), style="dim")
     if page.next_cursor is not None:
         err_console().print(Text(f"more: --cursor {page.next_cursor}"), style="dim")
 
@@ -235,6 +240,27 @@ def stats(db: DbOpt = None, as_json: JsonOpt = False) -> None:
         print_json(result.model_dump(mode="json"))
     else:
         render_stats(result, out_console())
+        err_console().print(Text(f"counts of every org in the file; what was stored without a "
+                                 f"key or --org is in org '{DEFAULT_ORG}'"), style="dim")
+
+
+@app.command()
+def init(db: DbOpt = None, as_json: JsonOpt = False) -> None:
+    """Create an empty store (or open an existing one) and print where it is.
+
+    Commands that only read (list, search, stats...) never create a store; this one and
+    the commands that add do.
+
+    Example: remem init --db team.db
+    """
+    with open_memory(db, create=True) as m:
+        result = m.stats()
+    if as_json:
+        print_json({"path": result.path, "schema_version": result.schema_version,
+                    "embedder": result.embedder, "memories": result.memories})
+    else:
+        typer.echo(f"store ready at {result.path} (schema {result.schema_version}, "
+                   f"{result.memories} memories)")
 
 
 @app.command()
@@ -242,6 +268,7 @@ def reembed(
     db: DbOpt = None,
     embedder: Annotated[str | None, typer.Option(
         help="Embedder to switch to (default: the configured one, REMEM_EMBEDDER).")] = None,
+    as_json: JsonOpt = False,
 ) -> None:
     """Rebuild every vector with the configured embedder, e.g. after switching models.
 
@@ -252,7 +279,11 @@ def reembed(
 
     with boundary():
         config = Config.from_env(**({"embedder": embedder} if embedder else {}))
-        with Memory(db, config=config, reembed=True) as m:
+        with Memory(db, config=config, reembed=True, create=False) as m:
             err_console().print(Text(f"re-embedding {m.stats().passages} passages..."))
             m.flush()
-            out_console().print(Text(f"done: {m.stats().vectors} vectors with {m.embedder.name}"))
+            vectors = m.stats().vectors
+            if as_json:
+                print_json({"vectors": vectors, "embedder": m.embedder.name})
+            else:
+                out_console().print(Text(f"done: {vectors} vectors with {m.embedder.name}"))

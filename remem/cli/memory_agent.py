@@ -9,6 +9,7 @@ from typing import Annotated
 
 import typer
 from rich.table import Table
+from rich.text import Text
 from rich.tree import Tree
 
 from ..config import Config
@@ -26,7 +27,7 @@ from .app import (
     scope,
 )
 from .commands import IdArg
-from .output import out_console, print_json, render_item, render_items
+from .output import WIDE, out_console, print_json, records, render_item, render_items, trim
 
 jobs_app = typer.Typer(help="Background jobs: list, retry, cancel.", no_args_is_help=False,
                        context_settings={"help_option_names": ["-h", "--help"]})
@@ -47,7 +48,7 @@ def remember(
 
     Example: remem remember "Deploys go through make ship" --kind convention --project web
     """
-    with open_memory(db) as m:
+    with open_memory(db, create=True) as m:
         item = m.remember(text, kind=kind, subject=subject, pinned=pin,
                           **scope(org, user, agent, project, session))
     if as_json:
@@ -210,6 +211,17 @@ def decay(
 
 
 def _render_jobs(jobs: list[JobInfo]) -> None:
+    console = out_console()
+    if console.width < WIDE:  # records: a narrow table cuts ids, times and errors short
+        rows = []
+        for j in jobs:
+            head = Text(j.id, style="bold")
+            head.append(f"  {j.kind} · {j.state} · attempt {j.attempts}/{j.max_attempts} · "
+                        f"{j.updated_at:%Y-%m-%d %H:%M:%S}")
+            detail = j.last_error or ("" if j.result is None else str(j.result))
+            rows.append((head, [Text(trim(detail, 400))] if detail else []))
+        records(rows, console)
+        return
     table = Table(show_lines=False)
     table.add_column("id", no_wrap=True)
     for col in ("kind", "state", "attempts", "updated", "error / result"):
@@ -218,7 +230,7 @@ def _render_jobs(jobs: list[JobInfo]) -> None:
         detail = j.last_error or ("" if j.result is None else str(j.result))
         table.add_row(j.id, j.kind, j.state, f"{j.attempts}/{j.max_attempts}",
                       f"{j.updated_at:%Y-%m-%d %H:%M:%S}", detail[:80])
-    out_console().print(table)
+    console.print(table)
 
 
 @jobs_app.callback(invoke_without_command=True)
@@ -264,16 +276,19 @@ def cancel(job_id: Annotated[str, typer.Argument(help="A queued or failed job's 
 
 
 @app.command()
-def worker(db: DbOpt = None) -> None:
+def worker(db: DbOpt = None, as_json: JsonOpt = False) -> None:
     """Run background jobs in this process until interrupted (for servers: start one or
     more beside the processes that add; they share the store).
 
     Example: remem worker --db /srv/remem.db
     """
-    with open_memory(db, Config.from_env(run_worker=False)) as m:
+    with open_memory(db, Config.from_env(run_worker=False), create=True) as m:
         stop = m.worker.stop
         signal.signal(signal.SIGTERM, lambda *_: stop())
-        out_console().print(f"remem worker on {m.path}; Ctrl-C stops it")
+        if as_json:
+            print_json({"worker": str(m.path)})
+        else:
+            out_console().print(f"remem worker on {m.path}; Ctrl-C stops it")
         try:
             m.worker.run_forever()
         except KeyboardInterrupt:

@@ -7,13 +7,14 @@ Data goes to stdout, diagnostics to stderr. User text is passed to Rich as ``Tex
 from __future__ import annotations
 
 import json
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable, Mapping, Sequence
 from datetime import datetime
 from typing import Any
 
 import typer
 from rich import box
 from rich.console import Console
+from rich.padding import Padding
 from rich.table import Table
 from rich.text import Text
 from rich.tree import Tree
@@ -23,7 +24,9 @@ from ..model import HistoryEntry, Hit, MemoryItem, Stats
 __all__ = [
     "err_console",
     "out_console",
+    "WIDE",
     "print_json",
+    "records",
     "render_dict",
     "render_hits",
     "render_history",
@@ -32,6 +35,19 @@ __all__ = [
     "render_stats",
     "trim",
 ]
+
+
+#: Below this many columns, a table of many columns is printed as records instead, one
+#: after the other: cells squeezed under 80 columns break into a word a line.
+WIDE = 100
+
+
+def records(rows: Iterable[tuple[Text, Sequence[Text]]], console: Console) -> None:
+    """Rows as records: a first line, then indented lines that wrap on whole words."""
+    for head, lines in rows:
+        console.print(head)
+        for line in lines:
+            console.print(Padding(line, (0, 0, 0, 4), expand=False))
 
 
 def out_console() -> Console:
@@ -138,7 +154,18 @@ def render_item(item: MemoryItem, console: Console) -> None:
 
 
 def render_history(entries: list[HistoryEntry], console: Console) -> None:
-    """A table of a memory's versions and status changes, oldest first."""
+    """A memory's versions and status changes, oldest first: a table on a wide terminal,
+    records on a narrow one."""
+    if console.width < WIDE:
+        rows = []
+        for entry in entries:
+            head = Text(f"v{entry.version} {entry.action}", style="bold")
+            head.append(f"  {entry.status} · {when(entry.at)}")
+            lines = [Text(f"reason: {' '.join(entry.reason.split())}", style="dim")] \
+                if entry.reason else []
+            rows.append((head, [*lines, Text(trim(entry.text, 400))]))
+        records(rows, console)
+        return
     table = Table(box=box.SIMPLE_HEAD)
     for name in ("version", "action", "status", "at", "reason"):
         table.add_column(name, no_wrap=name == "at")

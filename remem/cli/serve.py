@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import importlib.util
+import json
 from typing import Annotated
 
 import typer
@@ -10,8 +11,8 @@ from rich import box
 from rich.table import Table
 from rich.text import Text
 
-from .app import CONTEXT, DbOpt, JsonOpt, app, boundary, fail, open_memory
-from .output import err_console, out_console, print_json, when
+from .app import CONTEXT, DEFAULT_ORG, DbOpt, JsonOpt, app, boundary, fail, open_memory
+from .output import WIDE, err_console, out_console, print_json, records, when
 
 keys_app = typer.Typer(
     help="API keys of the REST service (remem serve): create, list, revoke.",
@@ -43,6 +44,7 @@ def serve(
         metavar="URL", help="OpenAI-compatible endpoint the chat proxy forwards to, e.g. "
         "http://localhost:11434/v1 (its key: REMEM_SERVER_UPSTREAM_API_KEY).")] = None,
     db: DbOpt = None,
+    as_json: JsonOpt = False,
 ) -> None:
     """Serve the memory over HTTP: the REST API under /v1 (docs at /docs), an event
     stream, an OpenAI-compatible chat proxy at /v1/chat/completions, and the web
@@ -62,19 +64,28 @@ def serve(
         given = {"host": host, "port": port, "upstream_base_url": upstream}
         server = ServerConfig.model_validate(
             {**config.server.model_dump(), **{k: v for k, v in given.items() if v is not None}})
-    with open_memory(db) as memory:
+    with open_memory(db, create=True) as memory:
         keys = KeyStore(memory.store)
         check_bind(server.host, keys)
         mode = (f"{keys.active()} active API key(s): requests need `Authorization: Bearer KEY`"
                 if keys.any() else "single-user mode, no API keys (add one with `remem keys create`)")
         console = err_console()
-        console.print(Text(f"remem: serving {memory.path} at {_url(server.host, server.port)} - {mode}"))
-        console.print(Text(f"API docs: {_url(server.host, server.port)}/docs"), style="dim")
-        console.print(Text(f"web console: {_url(server.host, server.port)}/ui"), style="dim")
-        if server.upstream_base_url:
-            console.print(Text(f"chat proxy: /v1/chat/completions -> {server.upstream_base_url}"),
-                          style="dim")
-        run(memory, server)
+
+        def ready() -> None:  # the port is open: a client may connect from now on
+            if as_json:  # one line on stdout a script can wait for
+                typer.echo(json.dumps({"serving": _url(server.host, server.port),
+                                       "store": str(memory.path), "api_keys": keys.active(),
+                                       "upstream": server.upstream_base_url}))
+                return
+            console.print(Text(f"remem: serving {memory.path} at {_url(server.host, server.port)} "
+                               f"- {mode}"))
+            console.print(Text(f"API docs: {_url(server.host, server.port)}/docs"), style="dim")
+            console.print(Text(f"web console: {_url(server.host, server.port)}/ui"), style="dim")
+            if server.upstream_base_url:
+                console.print(Text(f"chat proxy: /v1/chat/completions -> {server.upstream_base_url}"),
+                              style="dim")
+
+        run(memory, server, ready=ready)
 
 
 @keys_app.command("create")
@@ -95,7 +106,7 @@ def keys_create(
     """
     from ..serve.keys import KeyStore
 
-    with open_memory(db) as memory:
+    with open_memory(db, create=True) as memory:
         created = KeyStore(memory.store).create(org, user_id=user, scopes=scopes, name=name)
     info = created.info
     if as_json:
@@ -107,6 +118,11 @@ def keys_create(
     console.print(Text(f"created {info.id} for {who}, scopes {','.join(info.scopes)}"))
     console.print(Text("Store the key now: it is shown only this once. "
                        "Clients send `Authorization: Bearer KEY`."), style="yellow")
+    if info.org_id != DEFAULT_ORG:
+        console.print(Text(f"Memories stored without a key (single-user mode) are in org "
+                           f"'{DEFAULT_ORG}', not '{info.org_id}': this key does not see them. "
+                           f"`remem list --org {DEFAULT_ORG}` lists them; a key created with "
+                           f"--org {DEFAULT_ORG} reaches them."), style="yellow", soft_wrap=True)
 
 
 @keys_app.command("list")
@@ -126,6 +142,19 @@ def keys_list(db: DbOpt = None, as_json: JsonOpt = False) -> None:
         err_console().print("no API keys; the service runs in single-user mode on 127.0.0.1 "
                             "(create one with `remem keys create --org ORG`)", style="yellow")
         return
+    console = out_console()
+    if console.width < WIDE:  # records: seven columns do not fit a narrow terminal
+        rows = []
+        for key in keys:
+            head = Text(key.id, style="bold")
+            head.append("  active" if key.revoked_at is None else "  revoked",
+                        style="green" if key.revoked_at is None else "red")
+            parts = [f"org {key.org_id}", *([f"user {key.user_id}"] if key.user_id else []),
+                     f"scopes {', '.join(key.scopes)}", *([f"name {key.name}"] if key.name else []),
+                     f"last used {when(key.last_used_at) or 'never'}"]
+            rows.append((head, [Text(" · ".join(parts))]))
+        records(rows, console)
+        return
     table = Table(box=box.SIMPLE_HEAD)
     for column in ("id", "org", "user", "scopes", "name", "last used", "state"):
         table.add_column(column, no_wrap=column in ("id", "state"))
@@ -133,7 +162,7 @@ def keys_list(db: DbOpt = None, as_json: JsonOpt = False) -> None:
         state = Text("active", style="green") if key.revoked_at is None else Text("revoked", style="red")
         table.add_row(Text(key.id), Text(key.org_id), Text(key.user_id or ""),
                       Text(", ".join(key.scopes)), Text(key.name or ""), when(key.last_used_at), state)
-    out_console().print(table)
+    console.print(table)
 
 
 @keys_app.command("revoke")

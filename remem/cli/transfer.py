@@ -19,10 +19,10 @@ from pathlib import Path
 from typing import IO, Annotated, Any, Literal, cast
 
 import typer
-from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeRemainingColumn
 
 from .._inputs import parse_events, parse_messages, parse_scope, parse_time
-from ..config import Config
+from ..bench.progress import Reporter
+from ..config import Config, default_path
 from ..errors import ValidationError
 from ..integrations.scope import AgentScope, resolve_scope
 from ..memory import Memory
@@ -227,28 +227,25 @@ def add_batch(m: Memory, batch: list[Entry]) -> AddResult:
     return result
 
 
-def _progress(total: int) -> Progress:
-    console = err_console()
-    return Progress(
-        TextColumn("importing"), BarColumn(), MofNCompleteColumn(), TimeRemainingColumn(),
-        console=console, transient=True,
-        disable=total < PROGRESS_FROM or not console.is_terminal,
-    )
-
-
 def run_import(m: Memory, entries: list[Entry], wait: bool) -> AddResult:
-    """Add the entries batch by batch with a progress bar on stderr."""
+    """Add the entries batch by batch, with progress on stderr for a long file (a bar on
+    a terminal, else a plain line every few batches or seconds)."""
     episode_ids: list[str] = []
     job_ids: list[str] = []
-    with _progress(len(entries)) as progress:
-        task = progress.add_task("import", total=len(entries))
+    shown = Reporter("importing", len(entries), every=BATCH * 4) \
+        if len(entries) >= PROGRESS_FROM else None
+    try:
         for batch in batches(entries):
             result = add_batch(m, batch)
-            if wait:  # embedding is the slow part, so the bar follows it
+            if wait:  # embedding is the slow part, so the progress follows it
                 m.flush()
             episode_ids += result.episode_ids
             job_ids += result.job_ids
-            progress.advance(task, len(batch))
+            if shown is not None:
+                shown.advance(len(batch))
+    finally:
+        if shown is not None:
+            shown.close()
     return AddResult(episode_ids=episode_ids, job_ids=job_ids)
 
 
@@ -307,7 +304,7 @@ def import_(
         finally:
             if stream is not sys.stdin.buffer:
                 stream.close()
-    with open_memory(db) as m:
+    with open_memory(db, create=True) as m:
         result = run_import(m, plan.entries, wait)
     if as_json:
         print_json({**result.model_dump(mode="json"), "skipped": plan.skipped})
@@ -341,7 +338,10 @@ def _import_instructions(fmt: str, path: Path | None, *, dry_run: bool, wait: bo
     start = (path.parent if path is not None else Path.cwd()).expanduser().resolve()
     where = _agent_scope(org, user, agent, project, start)
     source = path if path is not None else _default_source(fmt, project_root(start) or start)
-    with open_memory(db) as m:
+    store = db if db is not None else default_path()
+    if dry_run and not store.exists():  # nothing known yet: compare with nothing, leave nothing
+        store = Path(":memory:")
+    with open_memory(store, create=True) as m:
         done = import_files(AgentMemory(m, where), cast(Format, fmt), source, dry_run=dry_run)
         if wait and not dry_run:
             m.flush()
@@ -382,20 +382,27 @@ def export(
     candidates: Annotated[bool, typer.Option(
         "--candidates", help="agents-md: also the memories not confirmed yet.")] = False,
     db: DbOpt = None, org: OrgOpt = None, user: UserOpt = None, agent: AgentOpt = None,
-    project: ProjectOpt = None, session: SessionOpt = None,
+    project: ProjectOpt = None, session: SessionOpt = None, as_json: JsonOpt = False,
 ) -> None:
     """Write every memory in the scope, whatever its status, as JSON Lines, oldest first;
     or the project's confirmed conventions and pitfalls as a block of AGENTS.md.
+
+    With --json: the memories as one JSON array on stdout; with --out as well, the file
+    is JSON Lines and stdout says {"exported": N, "path": ...}.
 
     Examples: remem export --user alice --out alice.jsonl ; remem export agents-md --out AGENTS.md
     """
     if fmt is not None:
         if fmt != "agents-md":
-            fail(f"unknown export format {fmt!r}; use agents-md, or none for JSON Lines")
-        _export_agents_md(out, candidates, db=db, org=org, user=user, agent=agent, project=project)
+            fail(f"unknown export format {fmt!r}", hint="use agents-md, or none for JSON Lines")
+        _export_agents_md(out, candidates, db=db, org=org, user=user, agent=agent, project=project,
+                          as_json=as_json)
         return
     with open_memory(db) as m:
         items = m.export(include_episodes=episodes, **scope(org, user, agent, project, session))
+        if as_json and out is None:
+            print_json([item.model_dump(mode="json") for item in items])
+            return
         lines = (json.dumps(item.model_dump(mode="json"), ensure_ascii=False) + "\n"
                  for item in items)
         if out is None:
@@ -403,11 +410,15 @@ def export(
                 sys.stdout.write(line)
             return
         count = write_atomic(out, lines)
+    if as_json:
+        print_json({"exported": count, "path": str(out)})
+        return
     err_console().print(f"exported {count} memories to {out}", markup=False, highlight=False)
 
 
 def _export_agents_md(out: Path | None, candidates: bool, *, db: Path | None, org: str | None,
-                      user: str | None, agent: str | None, project: str | None) -> None:
+                      user: str | None, agent: str | None, project: str | None,
+                      as_json: bool = False) -> None:
     from ..integrations import exporter
     from ..integrations.agent import AgentMemory
 
@@ -417,11 +428,19 @@ def _export_agents_md(out: Path | None, candidates: bool, *, db: Path | None, or
         items = exporter.select(AgentMemory(m, where), include_candidates=candidates,
                                 target=out.expanduser().resolve() if out is not None else None)
     body = exporter.render(items, where.project)
+    block = f"{exporter.BEGIN}\n{body}\n{exporter.END}"
     if out is None:
-        typer.echo(f"{exporter.BEGIN}\n{body}\n{exporter.END}")
+        if as_json:
+            print_json({"block": block, "memories": len(items), "project": where.project})
+        else:
+            typer.echo(block)
         return
     with boundary():
         changed = exporter.write(out.expanduser(), body)
+    if as_json:
+        print_json({"path": str(out), "memories": len(items), "changed": changed,
+                    "project": where.project})
+        return
     what = "wrote" if changed else "unchanged:"
     err_console().print(f"{what} {_count(len(items), 'memory', 'memories')} in the remem block of {out}",
                         markup=False, highlight=False)

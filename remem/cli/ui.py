@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-import socket
+import json
 import threading
 import time
 import webbrowser
@@ -11,19 +11,10 @@ from typing import Annotated
 import typer
 from rich.text import Text
 
-from .app import DbOpt, app, boundary, fail, open_memory
+from .app import DbOpt, JsonOpt, app, boundary, open_memory
 from .output import err_console
 
 _LOOPBACK = "127.0.0.1"
-
-
-def _port_free(port: int) -> bool:
-    with socket.socket() as probe:
-        try:
-            probe.bind((_LOOPBACK, port))
-        except OSError:
-            return False
-    return True
 
 
 @app.command()
@@ -32,6 +23,7 @@ def ui(
     browser: Annotated[bool, typer.Option(
         "--browser/--no-browser", help="Open the console in the default browser.")] = True,
     db: DbOpt = None,
+    as_json: JsonOpt = False,
 ) -> None:
     """Open the web console: memories, the review inbox, sessions and what they were given,
     the timeline, the mind map, jobs. Served on 127.0.0.1 only, until Ctrl-C.
@@ -45,28 +37,30 @@ def ui(
 
     from ..config import ServerConfig
     from ..serve.app import create_app
+    from ..serve.run import listen
 
-    if port and not _port_free(port):
-        fail(f"port {port} on {_LOOPBACK} is taken (another `remem ui` or `remem serve`?); "
-             "choose another with --port, or --port 0 for any free one")
-    with open_memory(db) as memory:
+    with open_memory(db, create=True) as memory:
         with boundary():
             config = ServerConfig.model_validate({**memory.config.server.model_dump(),
                                                   "host": _LOOPBACK, "port": port})
-        sock = socket.socket()
-        sock.bind((_LOOPBACK, port))
+            sock = listen(_LOOPBACK, port)
         url = f"http://{_LOOPBACK}:{sock.getsockname()[1]}/ui"
         server = uvicorn.Server(uvicorn.Config(
             create_app(memory, config=config), log_level="warning", ws="none",
             timeout_graceful_shutdown=5, server_header=False))
 
-        def announce() -> None:
+        def announce() -> None:  # once the server answers, not before
             while not server.started and not server.should_exit:
                 time.sleep(0.02)
-            if server.started:
-                err_console().print(Text(f"remem console: {url} (serving {memory.path}; Ctrl-C stops it)"))
-                if browser:
-                    webbrowser.open(url)
+            if not server.started:
+                return
+            if as_json:
+                typer.echo(json.dumps({"console": url, "store": str(memory.path)}))
+            else:
+                err_console().print(Text(f"remem console: {url} (serving {memory.path}; "
+                                         "Ctrl-C stops it)"))
+            if browser:
+                webbrowser.open(url)
 
         threading.Thread(target=announce, daemon=True).start()
         try:

@@ -21,6 +21,7 @@ from ..memory import Memory
 from ..model import AddResult, Hit, MemoryItem
 from ..text import estimate_tokens, words
 from .anchors import anchor, anchors_of, changed, parse_file_spec, relative
+from .conventions import CONVENTION_KINDS, against
 from .scope import AgentScope
 
 __all__ = [
@@ -105,11 +106,12 @@ class CommandCheck:
     program: str
     pitfalls: list[MemoryItem] = field(default_factory=list)
     failures: list[MemoryItem] = field(default_factory=list)
+    conventions: list[MemoryItem] = field(default_factory=list)  # that the command goes against
     channels: dict[str, list[str]] = field(default_factory=dict)
 
     @property
     def empty(self) -> bool:
-        return not self.pitfalls and not self.failures
+        return not self.pitfalls and not self.failures and not self.conventions
 
 
 class AgentMemory:
@@ -330,8 +332,8 @@ class AgentMemory:
         return "\n".join(out)
 
     def check_command(self, command: str) -> CommandCheck:
-        """The known pitfalls of a shell command (and earlier failures of its program that
-        said something is missing), before it runs."""
+        """The known pitfalls of a shell command, the conventions it goes against (and
+        earlier failures of its program that said something is missing), before it runs."""
         if not isinstance(command, str) or not command.strip():
             raise ValidationError("command", "is empty; give the shell command")
         prog = program(command)
@@ -339,6 +341,9 @@ class AgentMemory:
         hits = self._search(command, kinds=["pitfall"], k=10, include_episodes=False)
         check.pitfalls = [h.memory for h in hits if _trap_of(h.memory.text, prog)][:3]
         check.channels = {h.memory.id: list(h.channels) for h in hits}
+        rules = self._search(command, kinds=list(CONVENTION_KINDS), k=5, include_episodes=False)
+        check.conventions = against(command, prog, rules, self.memory)[:3]
+        check.channels.update({h.memory.id: list(h.channels) for h in rules})
         if check.pitfalls:
             return check  # the pitfall already says what the failures showed
         events = self.memory.search(command, k=20, kinds=["event"], **self.scope.many())
@@ -355,10 +360,14 @@ class AgentMemory:
 
     def render_check(self, check: CommandCheck, *, door: str | None = None,
                      session_id: str | None = None) -> str:
-        """A :class:`CommandCheck` as text: the pitfalls with their fixes, then failures."""
+        """A :class:`CommandCheck` as text: the conventions it goes against, the pitfalls
+        with their fixes, then failures."""
         if check.empty:
             return f"No known pitfalls for `{check.program}`."
         out = []
+        if check.conventions:
+            out.append(f"Conventions of this project that `{check.program}` goes against:")
+            out += [self.line(c) for c in check.conventions]
         if check.pitfalls:
             out.append(f"Known pitfalls for `{check.program}` (each says its fix):")
             out += [self.line(p) for p in check.pitfalls]
@@ -367,7 +376,8 @@ class AgentMemory:
             out += [f"- {_one_line(f.text, 300)} (id {f.id})" for f in check.failures]
         text = "\n".join(out)
         given = [(m.id, section, check.channels.get(m.id, []))
-                 for section, found in (("pitfall", check.pitfalls), ("failure", check.failures))
+                 for section, found in (("convention", check.conventions), ("pitfall", check.pitfalls),
+                                        ("failure", check.failures))
                  for m in found]
         self._log(door, given, text, query=check.command, session_id=session_id)
         return text

@@ -80,7 +80,8 @@ def _drop_hooks(data: dict[str, Any]) -> None:
         del data["hooks"]
 
 
-def _add_hooks(db: str | os.PathLike[str] | None) -> Callable[[dict[str, Any]], None]:
+def _add_hooks(db: str | os.PathLike[str] | None, project: str | None,
+               portable: bool) -> Callable[[dict[str, Any]], None]:
     def change(data: dict[str, Any]) -> None:
         hooks = data.get("hooks")
         if hooks is not None and not isinstance(hooks, dict):
@@ -91,19 +92,27 @@ def _add_hooks(db: str | os.PathLike[str] | None) -> Callable[[dict[str, Any]], 
         hooks = data.setdefault("hooks", {})
         for event, matcher in CLAUDE_EVENTS.items():
             group: dict[str, Any] = {} if matcher is None else {"matcher": matcher}
-            group["hooks"] = [{"type": "command", "command": hook_command(event, db=db),
+            group["hooks"] = [{"type": "command", "command": hook_command(event, db=db, project=project,
+                                                            portable=portable),
                                "timeout": HOOK_TIMEOUT_S}]
             hooks.setdefault(event, []).append(group)
     return change
 
 
-def install(level: Level, root: Path, *, db: str | os.PathLike[str] | None = None) -> list[Change]:
-    """Add the remem MCP server and hooks to Claude Code's settings at ``level``."""
+def install(level: Level, root: Path, *, db: str | os.PathLike[str] | None = None,
+            project: str | None = None) -> list[Change]:
+    """Add the remem MCP server and hooks to Claude Code's settings at ``level``.
+
+    A project's files are committed and shared, so they run the ``remem`` command on
+    PATH; the user's own files run this Python. ``project`` pins the project name.
+    """
     mcp_file, settings = paths(level, root)
+    portable = level == "project"
+    server = mcp_server_entry(db, project=project, portable=portable)
     return [
-        Change(mcp_file, edit_json(mcp_file, _add_server(mcp_server_entry(db))),
+        Change(mcp_file, edit_json(mcp_file, _add_server(server)),
                "MCP server 'remem'"),
-        Change(settings, edit_json(settings, _add_hooks(db)),
+        Change(settings, edit_json(settings, _add_hooks(db, project, portable)),
                f"hooks: {', '.join(CLAUDE_EVENTS)}"),
     ]
 

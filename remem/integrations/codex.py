@@ -61,8 +61,10 @@ def _guide_file(level: Level, root: Path) -> Path:
     return root / "AGENTS.md" if level == "project" else codex_home() / "AGENTS.md"
 
 
-def install(level: Level, root: Path, *, db: str | os.PathLike[str] | None = None) -> list[Change]:
-    """Add the MCP server to Codex's config and the guide to AGENTS.md."""
+def install(level: Level, root: Path, *, db: str | os.PathLike[str] | None = None,
+            project: str | None = None) -> list[Change]:
+    """Add the MCP server to Codex's config (the user's own file: it runs this Python)
+    and the guide to AGENTS.md."""
     config = codex_home() / "config.toml"
     text = config.read_text(encoding="utf-8") if config.exists() else ""
 
@@ -71,7 +73,8 @@ def install(level: Level, root: Path, *, db: str | os.PathLike[str] | None = Non
     if parsed is not None and "remem" in (parsed.get("mcp_servers") or {}):
         raise ConfigError(f"{config} already has [mcp_servers.remem], not written by remem; "
                           "remove it first")
-    outcome = edit_text(config, CONFIG_BEGIN, CONFIG_END, _toml_block(mcp_server_entry(db)))
+    entry = mcp_server_entry(db, project=project, portable=False)
+    outcome = edit_text(config, CONFIG_BEGIN, CONFIG_END, _toml_block(entry))
     try:
         _parse(config, config.read_text(encoding="utf-8"))
     except ConfigError:

@@ -45,20 +45,27 @@ class Change:
         return f"{self.outcome:>9}  {self.path}  ({self.what})"
 
 
-def remem_argv(*args: str) -> list[str]:
-    """The command line that runs ``remem ARGS`` with this very Python and remem."""
-    return [sys.executable, "-m", "remem", *args]
+def remem_argv(*args: str, portable: bool = True) -> list[str]:
+    """The command line that runs ``remem ARGS``.
+
+    ``portable`` (for files a team commits, such as a project's ``.mcp.json``): the
+    ``remem`` command on PATH, the same on every machine. Otherwise (files of this user
+    on this machine): this very Python, which works without PATH set up.
+    """
+    return ["remem", *args] if portable else [sys.executable, "-m", "remem", *args]
 
 
-def _db_args(db: str | os.PathLike[str] | None) -> list[str]:
-    return ["--db", str(Path(db).expanduser().resolve())] if db is not None else []
+def _pins(db: str | os.PathLike[str] | None, project: str | None) -> list[str]:
+    pins = ["--db", str(Path(db).expanduser().resolve())] if db is not None else []
+    return pins + (["--project", project] if project is not None else [])
 
 
 def hook_command(event: str, *, agent: str = "claude-code",
-                 db: str | os.PathLike[str] | None = None) -> str:
+                 db: str | os.PathLike[str] | None = None, project: str | None = None,
+                 portable: bool = True) -> str:
     """The shell command an agent runs for one hook event."""
     extra = ["--agent", agent] if agent != "claude-code" else []
-    return shlex.join(remem_argv("hook", event, *extra, *_db_args(db)))
+    return shlex.join(remem_argv("hook", event, *extra, *_pins(db, project), portable=portable))
 
 
 def is_remem_command(command: object) -> bool:
@@ -66,9 +73,10 @@ def is_remem_command(command: object) -> bool:
     return isinstance(command, str) and _OURS.search(command + " ") is not None
 
 
-def mcp_server_entry(db: str | os.PathLike[str] | None = None) -> dict[str, object]:
+def mcp_server_entry(db: str | os.PathLike[str] | None = None, *, project: str | None = None,
+                     portable: bool = True) -> dict[str, object]:
     """The ``mcpServers.remem`` entry that starts the MCP server on stdio."""
-    argv = remem_argv("mcp", *_db_args(db))
+    argv = remem_argv("mcp", *_pins(db, project), portable=portable)
     return {"command": argv[0], "args": argv[1:]}
 
 

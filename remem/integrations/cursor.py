@@ -76,7 +76,8 @@ def _drop_hooks(data: dict[str, Any]) -> None:
         del data["hooks"]
 
 
-def _add_hooks(db: str | os.PathLike[str] | None) -> Callable[[dict[str, Any]], None]:
+def _add_hooks(db: str | os.PathLike[str] | None,
+               project: str | None) -> Callable[[dict[str, Any]], None]:
     def change(data: dict[str, Any]) -> None:
         hooks = data.get("hooks")
         if hooks is not None and (not isinstance(hooks, dict)
@@ -87,16 +88,20 @@ def _add_hooks(db: str | os.PathLike[str] | None) -> Callable[[dict[str, Any]], 
         hooks = data.setdefault("hooks", {})
         for event in CURSOR_EVENTS:
             hooks.setdefault(event, []).append(
-                {"command": hook_command(event, agent="cursor", db=db)})
+                {"command": hook_command(event, agent="cursor", db=db, project=project)})
     return change
 
 
-def install(root: Path, *, db: str | os.PathLike[str] | None = None) -> list[Change]:
-    """Add the MCP server, the capture hooks and the rule to the project at ``root``."""
+def install(root: Path, *, db: str | os.PathLike[str] | None = None,
+            project: str | None = None) -> list[Change]:
+    """Add the MCP server, the capture hooks and the rule to the project at ``root``
+    (files a team commits: they run the ``remem`` command on PATH)."""
     mcp_file, hooks_file, rule_file = _files(root)
+    server = mcp_server_entry(db, project=project)
     changes = [
-        Change(mcp_file, edit_json(mcp_file, _add_server(mcp_server_entry(db))), "MCP server 'remem'"),
-        Change(hooks_file, edit_json(hooks_file, _add_hooks(db)), f"hooks: {', '.join(CURSOR_EVENTS)}"),
+        Change(mcp_file, edit_json(mcp_file, _add_server(server)), "MCP server 'remem'"),
+        Change(hooks_file, edit_json(hooks_file, _add_hooks(db, project)),
+               f"hooks: {', '.join(CURSOR_EVENTS)}"),
     ]
     rule = _rule()
     if rule_file.exists() and RULE_MARK not in rule_file.read_text(encoding="utf-8", errors="replace"):

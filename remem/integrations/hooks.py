@@ -162,9 +162,11 @@ def _reply_claude(event: str, payload: HookInput, agent: AgentMemory) -> dict[st
     check = agent.check_command(command)
     if check.empty:
         return None
-    first = (check.pitfalls or check.failures)[0]
-    return {"systemMessage": f"remem: known pitfall for `{check.program}`: "
-                             f"{' '.join(first.text.split())[:200]}",
+    if check.conventions:
+        lead, first = f"remem: `{check.program}` goes against a convention", check.conventions[0]
+    else:
+        lead, first = f"remem: known pitfall for `{check.program}`", (check.pitfalls or check.failures)[0]
+    return {"systemMessage": f"{lead}: {' '.join(first.text.split())[:200]}",
             **(_context(event, agent.render_check(check, door=f"hook:{event}",
                                                   session_id=session)) or {})}
 

@@ -12,7 +12,7 @@ import os
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
-from typing import TYPE_CHECKING, Annotated, Literal
+from typing import TYPE_CHECKING, Annotated, Literal, get_args
 
 from pydantic import Field
 
@@ -41,8 +41,11 @@ Memories marked "stale?" cite code that changed since: check before relying on t
 Budget = Annotated[int, Field(ge=50, le=8000, description="Most tokens the answer may use.")]
 MemoryId = Annotated[str, Field(min_length=1, max_length=200,
                                 description="A memory id as shown in brackets, e.g. m_01a2...")]
-Kind = Literal["pitfall", "convention", "preference", "project", "decision", "procedure",
-               "skill", "files", "profile", "fact", "episode", "event"]
+KIND_NAMES = ("pitfall", "convention", "preference", "project", "decision", "procedure",
+              "skill", "files", "profile", "fact", "episode", "event")
+# A kind is a string with its choices in the schema; remem itself checks it, so a wrong
+# one gets a short error naming the choices rather than the SDK's validation dump.
+Kind = Annotated[str, Field(json_schema_extra={"enum": list(KIND_NAMES)})]
 
 
 def _sdk() -> type[MCPServer]:
@@ -116,7 +119,8 @@ def build_server(agent: AgentMemory) -> MCPServer:
         text: Annotated[str, Field(min_length=1, max_length=4000, description=(
             "One short, self-contained statement, e.g. 'Run tests with `make test`, not "
             "pytest directly'. A pitfall states its fix."))],
-        kind: Annotated[RememberKind, Field(description=(
+        kind: Annotated[str, Field(json_schema_extra={"enum": list(get_args(RememberKind))},
+                                   description=(
             "pitfall (a trap and its fix), convention (how things are done here), preference "
             "(what the user likes), project (a fact about the project), decision (a choice and "
             "why), procedure (steps that work), files (files that go together), fact."))] = "fact",

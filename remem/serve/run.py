@@ -2,15 +2,18 @@
 
 from __future__ import annotations
 
+import errno
 import ipaddress
 import logging
+import socket
+from collections.abc import Callable
 
 from ..config import ServerConfig
 from ..errors import ConfigError
 from ..memory import Memory
 from .keys import KeyStore
 
-__all__ = ["check_bind", "is_loopback", "serve"]
+__all__ = ["check_bind", "is_loopback", "listen", "serve"]
 
 log = logging.getLogger(__name__)
 
@@ -37,15 +40,42 @@ def check_bind(host: str, keys: KeyStore) -> None:
     )
 
 
-def serve(memory: Memory, config: ServerConfig, *, log_level: str = "info") -> None:
-    """Serve ``memory`` over HTTP until interrupted (Ctrl-C)."""
+def listen(host: str, port: int) -> socket.socket:
+    """A socket bound to ``host:port`` and listening; ConfigError, in one sentence, when
+    the port is taken or the address cannot be used."""
+    name = host.strip("[]")
+    family = socket.AF_INET6 if ":" in name else socket.AF_INET
+    sock = socket.socket(family, socket.SOCK_STREAM)
+    try:
+        sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+        sock.bind((name, port))
+        sock.listen(2048)
+    except OSError as exc:
+        sock.close()
+        if exc.errno == errno.EADDRINUSE:
+            raise ConfigError(f"port {port} on {host} is already in use (another remem serve, "
+                              "or another program); stop it, or pass another --port") from None
+        raise ConfigError(f"cannot listen on {host}:{port}: {exc.strerror or exc}") from None
+    return sock
+
+
+def serve(memory: Memory, config: ServerConfig, *, log_level: str = "info",
+          ready: Callable[[], object] | None = None) -> None:
+    """Serve ``memory`` over HTTP until interrupted (Ctrl-C); ``ready`` is called once
+    the port is open, before the first request is answered."""
     import uvicorn
 
     from .app import create_app
 
     check_bind(config.host, KeyStore(memory.store))
-    app = create_app(memory, config=config)
-    server = uvicorn.Server(uvicorn.Config(
-        app, host=config.host, port=config.port, log_level=log_level, ws="none",
-        timeout_graceful_shutdown=5, server_header=False))
-    server.run()
+    sock = listen(config.host, config.port)
+    try:
+        app = create_app(memory, config=config)
+        server = uvicorn.Server(uvicorn.Config(
+            app, host=config.host, port=config.port, log_level=log_level, ws="none",
+            timeout_graceful_shutdown=5, server_header=False))
+        if ready is not None:
+            ready()
+        server.run(sockets=[sock])
+    finally:
+        sock.close()

