@@ -304,7 +304,7 @@ def test_each_hook_logs_exactly_the_memories_its_answer_gave(claude: Agent) -> N
             assert log[door].text == text
             assert (log[door].user_id, log[door].project) == ("alice", "shop")
         assert len(log["hook:SessionStart"].items) == 3
-        assert log["hook:PreToolUse"].items[0].kind == "pitfall"
+        assert "pitfall" in {i.kind for i in log["hook:PreToolUse"].items}
         assert log["hook:PreToolUse"].query == "npm install lodash"
         # a session start with nothing to say logs nothing
         assert m.injections(session_id="nothing") == []
