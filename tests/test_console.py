@@ -96,6 +96,11 @@ def test_find_open_edit_and_see_the_new_version_with_its_diff(page: object, scen
     expect(newest).to_contain_text("she changed her mind")
     expect(newest.locator("ins")).to_have_text("four spaces over")
     expect(newest.locator("del")).to_have_text("over spaces")
+    page.get_by_label("Helpful").check()
+    page.get_by_placeholder("Note").fill("it matched the repo")
+    page.get_by_role("button", name="Send").click()
+    expect(page.locator(".feedback-log")).to_contain_text("feedback: helpful (it matched the repo)")
+    expect(page.locator("dl.facts")).to_contain_text("Helpful 1")
     shot(page, "memory")
     with Memory(scenario.db, config=HASH) as m:
         assert m.get(scenario.ids["tabs"]).text == "Alice prefers four spaces over tabs in Python code"
