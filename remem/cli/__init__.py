@@ -22,9 +22,11 @@ def _app() -> Any:
         commands,
         demo,
         doctor,
+        log,
         memory_agent,
         serve,
         transfer,
+        ui,
     )
     from .app import app
 

@@ -8,9 +8,9 @@ from typing import Any, Protocol
 
 import numpy as np
 
-from ..model import HistoryEntry, MemoryItem, Page, Scope, Source
+from ..model import HeedRate, HistoryEntry, Injection, MemoryItem, Page, Scope, Source
 
-__all__ = ["Filters", "Job", "NewMemory", "Store"]
+__all__ = ["Filters", "InjectionLog", "Job", "NewInjection", "NewMemory", "Store"]
 
 
 @dataclass(frozen=True)
@@ -41,6 +41,23 @@ class Filters:
     since: float | None = None
     until: float | None = None
     as_of: float | None = None
+    maturity: str | None = None
+    subject: str | None = None
+
+
+@dataclass(frozen=True)
+class NewInjection:
+    """An injection to record: ``items`` are ``(memory id, section, channels)`` in the
+    order the text gave them; ``at`` is epoch seconds."""
+
+    id: str
+    at: float
+    door: str
+    scope: Scope
+    query: str | None
+    tokens: int
+    items: Sequence[tuple[str, str, Sequence[str]]] = ()
+    text: str | None = None
 
 
 @dataclass(frozen=True)
@@ -144,3 +161,25 @@ class Store(Protocol):
     def meta(self, key: str) -> str | None: ...
 
     def set_meta(self, key: str, value: str) -> None: ...
+
+
+class InjectionLog(Protocol):
+    """The injection log: what each door handed to a model, and what of it was used.
+
+    Reads take a scope and stay inside it exactly (a field left None does not narrow);
+    a write enforces the retention it is given in the same transaction.
+    """
+
+    def log_injection(self, entry: NewInjection, *, keep_days: float | None,
+                      keep_rows: int | None) -> None: ...
+
+    def injections(self, scope: Scope, *, door: str | None = None, limit: int = 50,
+                   cursor: str | None = None) -> tuple[list[Injection], str | None]: ...
+
+    def injection(self, injection_id: str, scope: Scope) -> Injection: ...
+
+    def injections_of(self, memory_id: str, scope: Scope, limit: int = 20) -> list[Injection]: ...
+
+    def mark_used(self, memory_ids: Sequence[str], scope: Scope, at: float) -> int: ...
+
+    def heed_rates(self, scope: Scope, *, since: float | None = None) -> list[HeedRate]: ...

