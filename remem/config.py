@@ -150,6 +150,12 @@ class Config(BaseModel):
                                "by another worker when not finished (or renewed) in this time")
     job_backoff_s: float = Field(2.0, gt=0, description="a failed job waits this long, doubled "
                                  "at each further attempt, before it runs again")
+    injection_log_days: float | None = Field(
+        90.0, gt=0, description="injections older than this are dropped from the log when "
+        "one is written (None: kept by age)")
+    injection_log_rows: int | None = Field(
+        100_000, ge=1, description="the log keeps at most this many injections, newest first "
+        "(None: no limit)")
     retrieval: RetrievalConfig = Field(default_factory=RetrievalConfig)
     agent: AgentConfig = Field(default_factory=AgentConfig)
     openai_base_url: str | None = None
@@ -182,7 +188,8 @@ class Config(BaseModel):
             values["agent"] = agent
         if env.get("REMEM_STORE_URL"):
             values["store"] = env["REMEM_STORE_URL"]
-        for name in ("job_lease_s", "job_backoff_s", "query_threads", "embed_threads"):
+        for name in ("job_lease_s", "job_backoff_s", "query_threads", "embed_threads",
+                     "injection_log_days", "injection_log_rows"):
             if f"REMEM_{name.upper()}" in env:
                 values[name] = env[f"REMEM_{name.upper()}"]
         if "REMEM_EMBED_IN_BACKGROUND" in env:

@@ -7,6 +7,7 @@ import atexit
 import builtins
 import logging
 import os
+import re
 import threading
 import time
 import weakref
@@ -35,9 +36,12 @@ from .model import (
     AddResult,
     Candidate,
     Context,
+    HeedRate,
     HistoryEntry,
     Hit,
+    Injection,
     JobInfo,
+    Link,
     MemoryItem,
     Page,
     Scope,
@@ -64,7 +68,7 @@ from .schedule import (
     wait_for,
 )
 from .store import Filters, NewMemory, Store, create_store, is_url, require_store
-from .store.base import Job
+from .store.base import Job, NewInjection
 from .text import split_passages
 
 __all__ = ["AsyncMemory", "Memory"]
@@ -73,6 +77,10 @@ log = logging.getLogger(__name__)
 
 _GENERIC_ROLES = {"user", "assistant", "system", "tool", None}
 _VERDICTS = ("helpful", "wrong", "stale")
+_STATUSES = ("active", "superseded", "archived", "forgotten", "held")
+_MATURITIES = ("candidate", "confirmed", "canonical")
+_LOGGED_CHARS = 20_000  # of an injected text, in the injection log
+_DOOR = re.compile(r"(hook|mcp):[A-Za-z_]{1,64}|proxy|context|[a-z][a-z_-]{0,31}")
 
 
 def create_extractor(config: Config, reader: Reader) -> Extractor | None:
@@ -303,6 +311,7 @@ class Memory:
         pairs = [(a, b, "co_used", 1.0) for i, a in enumerate(ids) for b in ids[i + 1:]]
         with self.store.transaction():
             self.store.touch(ids)
+            self.store.mark_used(ids, scope, time.time())
             self.store.link(pairs + [(b, a, t, w) for a, b, t, w in pairs], add=True)
 
     def _fire_turn(self, items: list[NewMemory]) -> builtins.list[str]:
@@ -450,6 +459,33 @@ class Memory:
         check_label(reason, "reason")
         return self.store.set_status(memory_id, scope, "forgotten", reason)
 
+    def restore(self, memory_id: str, *, reason: str | None = None, org_id: str | None = None,
+                user_id: str | None = None, project: str | None = None,
+                agent_id: str | None = None) -> MemoryItem:
+        """Make a forgotten, archived or superseded memory active again (searchable, shown
+        to the agent); the history keeps what happened. Held items go through :meth:`review`."""
+        self._check_open()
+        scope = parse_scope(org_id=org_id, user_id=user_id, agent_id=agent_id, project=project)
+        scope = self._writable(memory_id, scope)
+        check_label(reason, "reason")
+        item = self.store.get(memory_id, scope)
+        if item.status not in ("forgotten", "archived", "superseded"):
+            raise ValidationError("id", f"{memory_id} is {item.status}; only a forgotten, archived "
+                                  "or superseded memory can be restored")
+        return self.store.set_status(memory_id, scope, "active", reason or "restored")
+
+    def pin(self, memory_id: str, *, pinned: bool = True, org_id: str | None = None,
+            user_id: str | None = None, project: str | None = None,
+            agent_id: str | None = None) -> MemoryItem:
+        """Pin a memory (it never decays and stays in the core block) or, with
+        ``pinned=False``, unpin it."""
+        self._check_open()
+        scope = parse_scope(org_id=org_id, user_id=user_id, agent_id=agent_id, project=project)
+        scope = self._writable(memory_id, scope)
+        self.store.set_fields(memory_id, scope, action="pinned" if pinned else "unpinned",
+                              reason=None, pinned=bool(pinned))
+        return self.store.get(memory_id, scope)
+
     def purge(self, memory_id: str, *, org_id: str | None = None, user_id: str | None = None,
               project: str | None = None, agent_id: str | None = None) -> list[str]:
         """Delete a memory for good, with everything derived from it; returns the deleted ids."""
@@ -507,25 +543,44 @@ class Memory:
              agent_id: str | None = None, project: str | None = None,
              session_id: str | None = None, kinds: Sequence[str] | None = None,
              include_episodes: bool = False, include_inactive: bool = False,
+             statuses: Sequence[str] | None = None, as_of: str | datetime | None = None,
+             since: str | datetime | None = None, until: str | datetime | None = None,
+             maturity: str | None = None, subject: str | None = None,
              limit: int = 50, cursor: str | None = None) -> Page:
         """Memories in the scope, newest first, one page at a time (``page.next_cursor``).
 
         Derived memories only, unless ``include_episodes``; active ones only, unless
         ``include_inactive``. A project's list includes the user's memories that belong
         to no project, and the team's (``project`` / ``user_id`` None on the item).
+        ``statuses`` names the statuses to list (instead of ``include_inactive``);
+        ``as_of`` lists what was valid at that time (superseded memories among them);
+        ``since`` / ``until`` bound the event time; ``maturity`` (candidate, confirmed,
+        canonical) and ``subject`` keep the memories that have that value.
         """
         self._check_open()
         if not isinstance(limit, int) or not 1 <= limit <= 1000:
             raise ValidationError("limit", f"expected an integer from 1 to 1000, got {limit!r}")
         scope = parse_scope(org_id=org_id, user_id=user_id, agent_id=agent_id, project=project,
                             session_id=session_id, nested=project is not None)
-        statuses = ("active", "superseded", "archived", "forgotten", "held") if include_inactive \
-            else ("active",)
+        if statuses is not None:
+            statuses = tuple(statuses)
+            unknown = sorted(set(statuses) - set(_STATUSES))
+            if unknown or not statuses:
+                raise ValidationError("statuses", f"{unknown or 'none'}: use some of {', '.join(_STATUSES)}")
+        elif include_inactive:
+            statuses = _STATUSES
+        else:
+            statuses = ("active",)
+        if maturity is not None and maturity not in _MATURITIES:
+            raise ValidationError("maturity", f"{maturity!r}: use one of {', '.join(_MATURITIES)}")
+        check_label(subject, "subject")
         kinds = _kinds(kinds) or None
         filters = Filters(kinds=kinds,
                           include_episodes=include_episodes
                           or bool(kinds and set(kinds) & set(EPISODE_KINDS)),
-                          statuses=statuses)
+                          statuses=statuses, as_of=parse_time(as_of, "as_of"),
+                          since=parse_time(since, "since"), until=parse_time(until, "until"),
+                          maturity=maturity, subject=subject)
         return self.store.page(scope, filters, limit, cursor)
 
     def held(self, *, org_id: str | None = None, user_id: str | None = None,
@@ -567,6 +622,50 @@ class Memory:
             self.worker.wake()
         return self.store.get(memory_id, scope)
 
+    def links(self, memory_id: str, *, org_id: str | None = None, user_id: str | None = None,
+              project: str | None = None, agent_id: str | None = None,
+              limit: int = 100) -> builtins.list[Link]:
+        """The edges of a memory in the memory network (supersedes, derived_from, co_used,
+        related...), heaviest first, each with the memory at its other end; memories
+        outside the scope are left out."""
+        self._check_open()
+        scope = parse_scope(org_id=org_id, user_id=user_id, agent_id=agent_id, project=project, nested=True)
+        item = self.store.get(memory_id, scope)
+        rowid = self.store.rowids([item.id])[item.id]
+        edges = self.store.edge_list(rowid, limit)
+        seen = self.store.accept([o for o, _, _, _ in edges], scope,
+                                 Filters(include_episodes=True, statuses=_STATUSES))
+        others = self.store.get_rows(seen)
+        return [Link(type=t, direction=d, weight=w, memory=others[o])  # type: ignore[arg-type]
+                for o, t, d, w in edges if o in others]
+
+    def flagged(self, *, org_id: str | None = None, user_id: str | None = None,
+                agent_id: str | None = None, project: str | None = None,
+                limit: int = 100) -> builtins.list[MemoryItem]:
+        """Active memories flagged for review because a memory they were derived from was
+        superseded (``metadata["review"]`` says which), newest first; see :meth:`settle_flag`."""
+        self._check_open()
+        scope = parse_scope(org_id=org_id, user_id=user_id, agent_id=agent_id, project=project,
+                            nested=project is not None)
+        found = self.store.derived(scope, limit=2000)
+        return [m for m in found if m.metadata.get("review") and not m.metadata.get("reviewed")][:limit]
+
+    def settle_flag(self, memory_id: str, *, keep: bool, org_id: str | None = None,
+                    user_id: str | None = None, agent_id: str | None = None,
+                    project: str | None = None) -> MemoryItem:
+        """Decide on a flagged memory: kept, its flag is cleared; otherwise it is forgotten."""
+        self._check_open()
+        scope = self._writable(memory_id, parse_scope(org_id=org_id, user_id=user_id,
+                                                      agent_id=agent_id, project=project))
+        item = self.store.get(memory_id, scope)
+        if not item.metadata.get("review"):
+            raise ValidationError("id", f"{memory_id} is not flagged for review")
+        meta = {**item.metadata, "reviewed": "kept" if keep else "forgotten"}
+        self.store.set_fields(memory_id, scope, action="reviewed",
+                              reason="kept on review" if keep else "forgotten on review",
+                              status=None if keep else "forgotten", metadata=meta)
+        return self.store.get(memory_id, scope)
+
     def history(self, memory_id: str, *, org_id: str | None = None, user_id: str | None = None,
                 project: str | None = None, agent_id: str | None = None) -> builtins.list[HistoryEntry]:
         """Every version and status change of a memory, oldest first."""
@@ -583,7 +682,7 @@ class Memory:
     def context(self, *, org_id: str | None = None, user_id: str | None = None,
                 agent_id: str | None = None, project: str | None = None,
                 session_id: str | None = None, query: str | None = None,
-                budget_tokens: int = 1000) -> Context:
+                budget_tokens: int = 1000, log: bool = False, door: str = "context") -> Context:
         """A context block ready for a model, within ``budget_tokens``.
 
         First the core block (see :mod:`remem.retrieve.context`): the persona,
@@ -593,8 +692,35 @@ class Memory:
         order (so a provider's prompt cache hits); then the session's working memory
         (what prefetch prepared); then, if ``query`` is given, what a search finds that
         neither holds, memories before turns and nothing under the relevance floor.
+
+        ``log=True`` records the block in the injection log under ``door`` (see
+        :meth:`injections`): do it when the block is handed to a model.
         """
         self._check_open()
+        ctx = self._context(org_id=org_id, user_id=user_id, agent_id=agent_id, project=project,
+                            session_id=session_id, query=query, budget_tokens=budget_tokens)
+        if log:
+            self.log_context(ctx, door=door, query=query, org_id=org_id, user_id=user_id,
+                             agent_id=agent_id, project=project, session_id=session_id)
+        return ctx
+
+    def log_context(self, ctx: Context, *, door: str, query: str | None = None,
+                    org_id: str | None = None, user_id: str | None = None,
+                    agent_id: str | None = None, project: str | None = None,
+                    session_id: str | None = None) -> Injection | None:
+        """Record that the block ``ctx`` (from :meth:`context`) was handed to a model
+        through ``door``; nothing is recorded for an empty block (None)."""
+        given = [(memory_id, section, ctx.channels.get(memory_id, []))
+                 for section, ids in ctx.sections.items() for memory_id in ids]
+        if not given:
+            return None
+        return self.log_injection(door=door, given=given, tokens=ctx.tokens, query=query,
+                                  org_id=org_id, user_id=user_id, agent_id=agent_id,
+                                  project=project, session_id=session_id, text=ctx.text)
+
+    def _context(self, *, org_id: str | None, user_id: str | None, agent_id: str | None,
+                 project: str | None, session_id: str | None, query: str | None,
+                 budget_tokens: int) -> Context:
         if not isinstance(budget_tokens, int) or isinstance(budget_tokens, bool) or budget_tokens < 1:
             raise ValidationError("budget_tokens", f"expected a positive integer, got {budget_tokens!r}")
         scope = parse_scope(org_id=org_id, user_id=user_id, agent_id=agent_id, project=project,
@@ -625,6 +751,76 @@ class Memory:
                 self._context_cache.clear()
             self._context_cache[(scope, budget_tokens)] = (version, ctx)
         return ctx
+
+    # --- the injection log ------------------------------------------------------------
+
+    def log_injection(self, *, door: str, given: Sequence[tuple[str, str, Sequence[str]]],
+                      tokens: int, query: str | None = None, org_id: str | None = None,
+                      user_id: str | None = None, agent_id: str | None = None,
+                      project: str | None = None, session_id: str | None = None,
+                      text: str | None = None, at: str | datetime | None = None) -> Injection:
+        """Record that the memories ``given`` were handed to a model through ``door``
+        (``hook:<event>``, ``mcp:<tool>``, ``proxy``, ``context``...), in the scope of the
+        agent and session that got them.
+
+        ``given`` is ``(memory id, section, channels)`` in the order of the text; the
+        entry keeps the query (shortened), the ``text`` given (its first 20,000
+        characters) and its ``tokens``. The log is kept
+        within ``config.injection_log_days`` and ``config.injection_log_rows``.
+        """
+        self._check_open()
+        if not isinstance(door, str) or not _DOOR.fullmatch(door):
+            raise ValidationError("door", f"{door!r} is not a door; use hook:<event>, "
+                                  "mcp:<tool>, proxy or context")
+        if not isinstance(tokens, int) or isinstance(tokens, bool) or tokens < 0:
+            raise ValidationError("tokens", f"expected a count of tokens, got {tokens!r}")
+        scope = parse_scope(org_id=org_id, user_id=user_id, agent_id=agent_id, project=project,
+                            session_id=session_id)
+        when = parse_time(at, "at")
+        entry = NewInjection(id=new_id("i_"), at=time.time() if when is None else when, door=door,
+                             scope=scope, query=None if query is None else query[:2000],
+                             tokens=tokens, items=[(str(i), str(s), [str(c) for c in ch])
+                                                   for i, s, ch in given],
+                             text=None if text is None else str(text)[:_LOGGED_CHARS])
+        self.store.log_injection(entry, keep_days=self.config.injection_log_days,
+                                 keep_rows=self.config.injection_log_rows)
+        return self.store.injection(entry.id, scope)
+
+    def injections(self, *, org_id: str | None = None, user_id: str | None = None,
+                   agent_id: str | None = None, project: str | None = None,
+                   session_id: str | None = None, door: str | None = None,
+                   limit: int = 50, cursor: str | None = None) -> Page:
+        """What was handed to models in the scope, newest first, one page at a time
+        (``page.next_cursor``): each :class:`~remem.model.Injection` with its memories in
+        order and whether each was used afterwards."""
+        self._check_open()
+        if not isinstance(limit, int) or not 1 <= limit <= 1000:
+            raise ValidationError("limit", f"expected an integer from 1 to 1000, got {limit!r}")
+        check_label(door, "door")
+        scope = parse_scope(org_id=org_id, user_id=user_id, agent_id=agent_id, project=project,
+                            session_id=session_id)
+        found, cursor = self.store.injections(scope, door=door, limit=limit, cursor=cursor)
+        return Page(found, cursor)  # type: ignore[arg-type]
+
+    def injected(self, memory_id: str, *, org_id: str | None = None, user_id: str | None = None,
+                 agent_id: str | None = None, project: str | None = None,
+                 limit: int = 20) -> builtins.list[Injection]:
+        """The latest injections in the scope that gave this memory, newest first."""
+        self._check_open()
+        scope = parse_scope(org_id=org_id, user_id=user_id, agent_id=agent_id, project=project)
+        return self.store.injections_of(memory_id, scope, limit)
+
+    def heed(self, *, org_id: str | None = None, user_id: str | None = None,
+             agent_id: str | None = None, project: str | None = None,
+             session_id: str | None = None,
+             since: str | datetime | None = None) -> builtins.list[HeedRate]:
+        """The heed rates of the scope: for each door and kind, how many memories were
+        injected and how many of them the agent then used (:meth:`used`, or ``helpful``
+        feedback)."""
+        self._check_open()
+        scope = parse_scope(org_id=org_id, user_id=user_id, agent_id=agent_id, project=project,
+                            session_id=session_id)
+        return self.store.heed_rates(scope, since=parse_time(since, "since"))
 
     def use_activation(self, activation: Any, *, org_id: str | None = None,
                        user_id: str | None = None, agent_id: str | None = None,
@@ -725,7 +921,9 @@ class Memory:
             maturity = min(item.maturity, maturity_for(len(meta.get("sessions", [])) or 1,
                                                        meta["helpful"]),
                            key=["canonical", "confirmed", "candidate"].index)
-            self.store.touch([item.id])
+            with self.store.write():
+                self.store.touch([item.id])
+                self.store.mark_used([item.id], scope, time.time())
             self.store.set_fields(item.id, scope, action="feedback", reason=reason,
                                   maturity=maturity, metadata=meta)
         elif verdict == "wrong":
@@ -914,6 +1112,21 @@ class AsyncMemory:
 
     async def cancel_job(self, job_id: str, **kwargs: Any) -> JobInfo:
         return await self._run("cancel_job", job_id, **kwargs)
+
+    async def restore(self, memory_id: str, **kwargs: Any) -> MemoryItem:
+        return await self._run("restore", memory_id, **kwargs)
+
+    async def pin(self, memory_id: str, **kwargs: Any) -> MemoryItem:
+        return await self._run("pin", memory_id, **kwargs)
+
+    async def log_injection(self, **kwargs: Any) -> Injection:
+        return await self._run("log_injection", **kwargs)
+
+    async def injections(self, **kwargs: Any) -> Page:
+        return await self._run("injections", **kwargs)
+
+    async def heed(self, **kwargs: Any) -> builtins.list[HeedRate]:
+        return await self._run("heed", **kwargs)
 
     async def flush(self, timeout: float | None = None) -> bool:
         return await self._run("flush", timeout)

@@ -7,7 +7,7 @@ import time
 from datetime import datetime, timezone
 from typing import Annotated, Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, ConfigDict, Field, computed_field
 
 __all__ = [
     "AddResult",
@@ -17,8 +17,12 @@ __all__ = [
     "ErrorEvent",
     "FileEdit",
     "Hit",
+    "HeedRate",
     "HistoryEntry",
+    "Injected",
+    "Injection",
     "JobInfo",
+    "Link",
     "Context",
     "TopicNode",
     "MemoryItem",
@@ -180,7 +184,7 @@ Kind = Literal["preference", "persona", "profile", "project", "convention", "pit
                "skill", "files", "decision", "fact", "event"]
 #: What a statement does: says something new, changes or corrects something known, asks
 #: to forget, sets a standing rule, or nothing worth keeping.
-Intent = Literal["statement", "update", "correction", "forget", "instruction", "chitchat"]
+Intent = Literal["statement", "update", "correction", "forget", "instruction", "chitchat", "keep"]
 #: Where a memory belongs: the user everywhere, the project, or only this session.
 Level = Literal["user", "project", "session"]
 
@@ -246,6 +250,9 @@ class Context(BaseModel):
     core_tokens: int = Field(description="tokens of the stable core block at the start of text")
     core_text: str = Field("", description="the stable core block itself: the start of text")
     sections: dict[str, list[str]] = Field(description="section -> memory ids, in order")
+    channels: dict[str, list[str]] = Field(
+        default_factory=dict, description="memory id -> the recall channels that found it "
+        "(memories of the recall section only)")
 
 
 class TopicNode(BaseModel):
@@ -267,6 +274,68 @@ class TopicNode(BaseModel):
         lines += [f"{pad}  - [{m.kind}] {m.text}" for m in self.memories]
         lines += [c.render(indent + 1) for c in self.children]
         return "\n".join(lines)
+
+
+class Link(BaseModel):
+    """An edge of the memory network, seen from one memory: its type, which way it points
+    (``out``: from this memory to the other), its weight and the memory at the other end."""
+
+    model_config = ConfigDict(frozen=True)
+
+    type: str
+    direction: Literal["out", "in"]
+    weight: float
+    memory: MemoryItem
+
+
+class Injected(BaseModel):
+    """One memory (or episode) handed to a model in an injection, at its rank in the text."""
+
+    model_config = ConfigDict(frozen=True)
+
+    memory_id: str
+    kind: str
+    rank: int = Field(description="1 = first in the text given")
+    section: str = Field(description="where in the text: core, working, recall, pitfall...")
+    channels: list[str] = Field(default_factory=list, description="recall channels that found it")
+    used: bool = Field(False, description="the agent used it afterwards (used() or helpful feedback)")
+
+
+class Injection(BaseModel):
+    """What remem put in front of a model once: when, for whom, through which door, for
+    which query, and the memories in the text, in order."""
+
+    model_config = ConfigDict(frozen=True)
+
+    id: str
+    at: datetime
+    door: str
+    org_id: str = "default"
+    user_id: str | None = None
+    agent_id: str | None = None
+    project: str | None = None
+    session_id: str | None = None
+    query: str | None = None
+    tokens: int
+    text: str | None = Field(None, description="the text the model was given (its start)")
+    items: list[Injected] = Field(default_factory=list)
+
+
+class HeedRate(BaseModel):
+    """Of the memories of one kind injected through one door, how many were then used."""
+
+    model_config = ConfigDict(frozen=True)
+
+    door: str
+    kind: str
+    injected: int
+    used: int
+
+    @computed_field  # type: ignore[prop-decorator]
+    @property
+    def rate(self) -> float:
+        """The heed rate: used / injected (0 when nothing was injected)."""
+        return self.used / self.injected if self.injected else 0.0
 
 
 class Page(list):  # type: ignore[type-arg]

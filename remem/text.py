@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import re
 
-__all__ = ["content_words", "estimate_tokens", "has_cjk", "segment", "split_passages", "words"]
+__all__ = ["clauses", "content_words", "estimate_tokens", "has_cjk", "segment", "split_passages", "words"]
 
 # Han, Hiragana, Katakana, Hangul: scripts written without spaces between words.
 _CJK = "\u3040-\u30ff\u3400-\u4dbf\u4e00-\u9fff\uac00-\ud7af\uf900-\ufaff"
@@ -95,3 +95,15 @@ STOPWORDS = frozenset(
 def content_words(text: str) -> set[str]:
     """The words that carry meaning (function words dropped), CJK as bigrams."""
     return {w for w in words(text) if w not in STOPWORDS}
+
+
+_CLAUSE = re.compile(r"(?<=[,;，；。])\s*|(?<=[.!?])\s+"
+                     # "... is Northwind and the stack is FastAPI": "and" before a new subject
+                     r"|\s+(?=(?:and|but|while|whereas)\s+(?:the|my|our|we|i|it|its|they|their|"
+                     r"he|his|she|her|you|your)\b)", re.IGNORECASE)
+
+
+def clauses(text: str) -> list[str]:
+    """A text's clauses, split after commas, semicolons and full stops, and before a
+    conjunction that opens a clause with its own subject."""
+    return [c.strip() for c in _CLAUSE.split(text) if c.strip(" ,;，；。.")]

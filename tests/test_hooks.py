@@ -6,6 +6,7 @@ from __future__ import annotations
 import io
 import json
 import os
+import re
 import shutil
 import socket
 import sqlite3
@@ -272,3 +273,38 @@ def test_cursor_hooks_capture_commands_and_edits_and_answer_json(
     (shell,) = [e for e in events if e["type"] == "tool_call"]
     assert shell["command"] == "NPM_TOKEN=*** npm test"  # credentials never reach the store
     assert "sk-proj" not in shell["output"] and "missing script" in shell["output"]
+
+
+_ID = re.compile(r"\(id ([a-z]_[0-9a-f]+)")
+
+
+def test_each_hook_logs_exactly_the_memories_its_answer_gave(claude: Agent) -> None:
+    with claude.memory() as m:
+        m.remember("Always use pnpm, never npm, in this repo", kind="convention", user_id="alice",
+                   project="shop")
+        m.remember("npm install breaks the lockfile here: run pnpm install instead",
+                   kind="pitfall", user_id="alice", project="shop")
+        m.remember("Alice writes commit messages in the imperative", kind="preference",
+                   user_id="alice")
+        m.flush()
+    # through the installed commands (answered by the daemon), and once in this process
+    start = claude.answer("SessionStart", payload(claude, "SessionStart", "s7", source="startup"))
+    warned = claude.answer("PreToolUse", bash(claude, "PreToolUse", "s7", "npm install lodash"))
+    asked = claude.ask_json("UserPromptSubmit", payload(
+        claude, "UserPromptSubmit", "s7", prompt="how do I install lodash with pnpm here?"))
+    texts = {}
+    for event, out in (("SessionStart", start), ("PreToolUse", warned), ("UserPromptSubmit", asked)):
+        assert out is not None, (event, claude.stderr)
+        texts[f"hook:{event}"] = out["hookSpecificOutput"]["additionalContext"]
+    with claude.memory() as m:
+        log = {entry.door: entry for entry in m.injections(session_id="s7")}
+        assert set(log) == set(texts)
+        for door, text in texts.items():
+            assert [i.memory_id for i in log[door].items] == _ID.findall(text), door
+            assert log[door].text == text
+            assert (log[door].user_id, log[door].project) == ("alice", "shop")
+        assert len(log["hook:SessionStart"].items) == 3
+        assert "pitfall" in {i.kind for i in log["hook:PreToolUse"].items}
+        assert log["hook:PreToolUse"].query == "npm install lodash"
+        # a session start with nothing to say logs nothing
+        assert m.injections(session_id="nothing") == []

@@ -249,3 +249,31 @@ def test_http_on_a_reachable_address_needs_an_explicit_yes(tmp_path: Path) -> No
                                       "--db", str(tmp_path / "m.db")])
     assert result.exit_code == 1 and "no authentication" in result.output
     assert not (tmp_path / "m.db").exists()
+
+
+def test_bootstrap_and_recall_log_exactly_the_memories_they_answered_with(
+        tmp_path: Path, project: Path) -> None:
+    import re
+
+    texts: dict[str, str] = {}
+
+    async def run() -> None:
+        async with connect(tmp_path, project) as s:
+            await call(s, "memory_remember", kind="convention", text="Run the tests with make test")
+            await call(s, "memory_remember", kind="pitfall",
+                       text="pytest alone misses the fixtures: run make test instead")
+            await call(s, "memory_remember", kind="preference", text="Alice likes short answers")
+            texts["mcp:memory_bootstrap"] = await call(s, "memory_bootstrap")
+            texts["mcp:memory_recall"] = await call(s, "memory_recall", query="how to run the tests?",
+                                                    budget_tokens=60)
+    anyio.run(run)
+    with Memory(tmp_path / "m.db", config=Config(embedder="hash")) as m:
+        log = m.injections(user_id="alice", project="shop")
+        assert [e.door for e in log] == ["mcp:memory_recall", "mcp:memory_bootstrap"]
+        for entry in log:
+            shown = re.findall(r"\(id ([a-z]_[0-9a-f]+)", texts[entry.door])
+            assert [i.memory_id for i in entry.items] == shown and shown, entry.door
+            assert entry.text == texts[entry.door]
+        recall = log[0]
+        assert recall.query == "how to run the tests?"
+        assert all(i.channels for i in recall.items)

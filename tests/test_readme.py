@@ -25,7 +25,7 @@ FENCE = re.compile(r"(?:<!-- readme-test: (?:skip (?P<why>[^>]*?)|(?P<run>run of
                    r"```(?P<lang>\w+)\n(?P<body>.*?)\n```", re.S)
 # what a bash block may hold that cannot run in a test: the network, placeholders,
 # commands that run until stopped
-NOT_HERE = re.compile(r"^pip install|^cd path/to|\bID\b|^remem (?:serve|mcp|worker|bench)\b")
+NOT_HERE = re.compile(r"^pip install|^cd path/to|\bID\b|^remem (?:serve|mcp|worker|bench|ui)\b")
 
 
 @dataclass(frozen=True)

@@ -168,3 +168,37 @@ def test_with_keys_the_proxy_keeps_to_the_keys_org_and_user(proxied: Proxied) ->
     assert sent["headers"]["Authorization"] == f"Bearer {UPSTREAM_KEY}"
     turns = wait_until(lambda: remembered(proxied.memory, "k1", org_id="acme", user_id="alice"))
     assert turns[0] == ("user", QUESTION)
+
+
+@pytest.mark.parametrize("stream", [False, True])
+def test_the_log_records_exactly_the_memories_the_model_was_given(proxied: Proxied, stream: bool) -> None:
+    from remem.model import Scope
+    from remem.retrieve.context import context_line
+
+    proxied.memory.remember("Alice prefers tabs over spaces", kind="preference", user_id="alice")
+    proxied.memory.flush()
+    response = proxied.client.post("/v1/chat/completions", json=chat(stream=stream),
+                                   headers={"X-Remem-User": "alice", "X-Remem-Session": "s9"})
+    assert response.status_code == 200
+    (sent,) = proxied.model.requests
+    system = sent["json"]["messages"][0]["content"]
+    (entry,) = proxied.memory.injections(user_id="alice")
+    assert (entry.door, entry.session_id, entry.query) == ("proxy", "s9", QUESTION)
+    given = [proxied.memory.get(i.memory_id, user_id="alice") for i in entry.items]
+    asked = Scope(user_id="alice", session_id="s9")
+    assert [context_line(g, asked) for g in given] == [
+        line for line in system.splitlines() if line.startswith("- ")]
+    assert {"pnpm", "tabs"} <= {w for g in given for w in g.text.split()}
+    assert int(response.headers["x-remem-memories"]) == len(given)
+    assert entry.text is not None and entry.text in system
+    assert proxied.memory.injections(user_id="bob") == []
+
+
+def test_nothing_is_logged_when_the_upstream_refuses_the_request(tmp_path: Path) -> None:
+    with StandInOpenAI(fail_status=404) as model, service(
+            tmp_path / "remem.db", upstream_base_url=model.base_url) as (memory, client):
+        seed(memory)
+        response = client.post("/v1/chat/completions", json=chat(),
+                               headers={"X-Remem-User": "alice"})
+        assert response.status_code == 502
+        assert memory.injections() == []

@@ -30,8 +30,10 @@ from remem.store.base import (
     ApiKeyStore,
     CopyStore,
     GraphStore,
+    InjectionLog,
     JobStore,
     MemoryStore,
+    NewInjection,
     RecallStore,
     WorkingMemoryStore,
 )
@@ -362,6 +364,15 @@ def test_links_entities_and_their_neighbours(store: Store) -> None:
     assert store.entity_neighbors([r["m_1"]]) == [(r["m_3"], r["m_1"])]
 
 
+def test_the_edges_of_one_memory_heaviest_first(store: Store) -> None:
+    store.insert([derived("m_1", "one"), derived("m_2", "two"), derived("m_3", "three")], None)
+    r = store.rowids(["m_1", "m_2", "m_3"])
+    store.link([("m_1", "m_2", "co_used", 1.0), ("m_3", "m_1", "derived_from", 2.0)])
+    assert store.edge_list(r["m_1"]) == [(r["m_3"], "derived_from", "in", 2.0),
+                                         (r["m_2"], "co_used", "out", 1.0)]
+    assert store.edge_list(r["m_1"], limit=1) == [(r["m_3"], "derived_from", "in", 2.0)]
+
+
 def test_the_mind_map(store: Store) -> None:
     store.insert([derived("m_1", "redis cache ttl"), derived("m_2", "redis eviction")], None)
     root = store.save_topic(ALICE, None, parent=None, label="storage", keywords={"redis": 2}, size=2)
@@ -483,6 +494,42 @@ def test_vectors_and_their_embed_jobs(store: Store) -> None:
     assert store.vector(unit(3), ALICE, ALL, 1)[0][0] == rowid(store, "m_3")
 
 
+# --- the injection log ----------------------------------------------------------------------
+
+def test_the_injection_log_keeps_its_walls_its_retention_and_what_was_used(store: Store) -> None:
+    web = Scope(user_id="alice", project="web", session_id="s1")
+    store.insert([derived("m_1", "use pnpm", kind="convention"), derived("m_2", "node 20", kind="pitfall"),
+                  derived("m_bob", "bob's", scope=BOB)], None)
+    for i, at in enumerate((100.0, 200.0, 300.0)):
+        store.log_injection(NewInjection(id=f"i_{i}", at=at, door="context", scope=web,
+                                         query="build?", tokens=12, text="- use pnpm",
+                                         items=[("m_1", "core", ("fulltext",)), ("m_2", "hits", ()),
+                                                ("m_bob", "hits", ()), ("m_none", "hits", ())]),
+                            keep_days=None, keep_rows=2)  # the oldest goes
+    page, cursor = store.injections(ALICE, limit=1)
+    assert [e.id for e in page] == ["i_2"] and cursor is not None
+    rest, end = store.injections(ALICE, limit=5, cursor=cursor)
+    assert [e.id for e in rest] == ["i_1"] and end is None
+    # only the scope's org's memories are recorded (another user's memory of the org is)
+    assert [(x.memory_id, x.rank, x.section) for x in store.injection("i_2", ALICE).items] == [
+        ("m_1", 1, "core"), ("m_2", 2, "hits"), ("m_bob", 3, "hits")]
+    assert store.injections(BOB)[0] == [] and store.injections(ALICE, door="proxy")[0] == []
+    with pytest.raises(NotFoundError):
+        store.injection("i_2", BOB)
+    assert [e.id for e in store.injections_of("m_1", ALICE)] == ["i_2", "i_1"]
+    before = store.change_token()
+    assert store.mark_used(["m_1", "m_nope"], ALICE, at=250.0) == 1  # the latest before 250
+    assert store.change_token() == before  # the log moves no cached context
+    assert [x.used for x in store.injection("i_1", ALICE).items][:1] == [True]
+    rates = {(r.door, r.kind): (r.injected, r.used) for r in store.heed_rates(ALICE)}
+    assert rates == {("context", "convention"): (2, 1), ("context", "pitfall"): (2, 0),
+                     ("context", "fact"): (2, 0)}
+    assert store.heed_rates(ALICE, since=250.0)[0].injected == 1
+    store.log_injection(NewInjection(id="i_9", at=100_000.0, door="context", scope=web, query=None,
+                                     tokens=1), keep_days=1.0, keep_rows=None)
+    assert [e.id for e in store.injections(ALICE)[0]] == ["i_9"]
+
+
 # --- API keys -----------------------------------------------------------------------------
 
 def test_api_keys(store: Store) -> None:
@@ -527,7 +574,7 @@ def test_rows_copied_into_another_store_keep_their_ids(store: Store, tmp_path: P
 # --- the contract covers the protocol -------------------------------------------------------
 
 PROTOCOLS = (MemoryStore, RecallStore, GraphStore, WorkingMemoryStore, JobStore, ApiKeyStore,
-             CopyStore)
+             CopyStore, InjectionLog)
 
 
 def protocol_methods() -> set[str]:

@@ -113,6 +113,45 @@ def test_forget_in_ordinary_words_hides_the_memory_and_the_turn(mem: Memory) -> 
     assert any("emoji" in m.text for m in forgotten)
 
 
+def test_part_of_a_memory_is_kept_only_when_the_user_asks_to_keep_it(mem: Memory) -> None:
+    say(mem, "The customer for this repo is Halvorsen Shipping and the backend is Django on Postgres.",
+        "s1", "2026-03-01T10:00:00")
+    say(mem, "the customer's name is under NDA, please wipe it from memory. the backend details "
+             "can stay", "s2", "2026-03-04T10:00:00")
+    now = block(mem)
+    assert not any("Halvorsen" in t for t in now)
+    assert any("Django" in t for t in now)
+    assert not [h for h in mem.search("Halvorsen", **API, include_episodes=True)
+                if "Halvorsen" in h.memory.text]
+
+
+def test_without_a_keep_the_whole_thought_goes(mem: Memory) -> None:
+    say(mem, "fyi I'm moving flats on friday, the new place is in Brixton, so I'll be offline a bit",
+        "s1", "2026-03-01T10:00:00")
+    say(mem, "the stuff about why I'd be offline, that's private, don't hold on to it", "s2",
+        "2026-03-04T10:00:00")
+    assert not any("Brixton" in t or "flats" in t for t in block(mem))
+    assert not [h for h in mem.search("Brixton moving flats", **API, include_episodes=True)
+                if "Brixton" in h.memory.text]
+
+
+def test_a_title_does_not_end_the_sentence() -> None:
+    said = units("I see Dr. Okafor every Thursday, so I log off early. Then I'm back.")
+    assert [u.text for u in said] == ["I see Dr. Okafor every Thursday, so I log off early.",
+                                      "Then I'm back."]
+
+
+def test_a_chinese_forget_request_finds_what_named_its_topic(mem: Memory) -> None:
+    mem.add([{"role": "user", "content": "这个仓库的甲方是宏达物流，前端用 Vue 3。"},
+             {"role": "assistant", "content": "好的，我记下了。"}],
+            session_id="s1", timestamp="2026-03-01T10:00:00", **API)  # type: ignore[arg-type]
+    assert mem.flush(timeout=60)
+    say(mem, "甲方名字要保密，别记了。前端那部分可以留着。", "s2", "2026-03-04T10:00:00")
+    now = block(mem)
+    assert not any("宏达" in t for t in now)
+    assert any("Vue" in t for t in now)
+
+
 # --- levels -----------------------------------------------------------------------------
 
 def test_a_rule_for_every_new_project_reaches_the_next_project(mem: Memory) -> None:

@@ -13,7 +13,10 @@ fresh store, session by session (turns with ``Memory.add``, agent events with
 - ``precision``: for probes with a query, the share of the lines the query added that
   are relevant.
 
-Figures come per category and per language; the failures are listed for reading.
+Figures come per category and per language; the failures are listed for reading. The
+headline's ``look_alikes_kept`` is the share of update and forget scenarios with nothing to
+supersede or forget (worded like one, "tell Sam to forget the old API") whose memory is
+still in the block.
 """
 
 from __future__ import annotations
@@ -165,13 +168,18 @@ def run(data: str | Path, *, config: Config | None = None, limit: int | None = N
             failures.append(row)
     figures = {key: {name: _rate(vals) for name, vals in per.items()} | {
         "n": max(len(v) for v in per.values()) if per else 0} for key, per in sorted(by.items())}
-    update_ok = [c.get("superseded", False) and c.get("stale", True)
-                 for s, c in results if s.get("category") == "update"]
-    forget_ok = [c.get("forgotten", True) and c.get("stale", True)
-                 for s, c in results if s.get("category") == "forget"]
+    changes = [(s, c) for s, c in results if s.get("category") in ("update", "forget")]
+    update_ok = [c.get("superseded", False) and c.get("stale", True) for s, c in changes
+                 if s["category"] == "update" and s.get("probe", {}).get("superseded")]
+    forget_ok = [c.get("forgotten", True) and c.get("stale", True) for s, c in changes
+                 if s["category"] == "forget" and s.get("probe", {}).get("forgotten")]
+    # look-alikes: worded like an update or a forget request, they must change nothing
+    kept = [c.get("start", True) for s, c in changes
+            if not (s.get("probe", {}).get("superseded") or s.get("probe", {}).get("forgotten"))]
     leaks = sum(1 for _, c in results if c.get("leak") is False)
     return {"data": str(data), "scenarios": len(results), "figures": figures,
             "headline": {"session_start": figures.get("all", {}).get("start"),
                          "updates_superseded": _rate(update_ok), "forgets_honoured": _rate(forget_ok),
+                         "look_alikes_kept": _rate(kept),
                          "leaks": leaks, "query_precision": figures.get("all", {}).get("precision")},
             "failures": failures}

@@ -22,10 +22,12 @@ def _app() -> Any:
         commands,
         demo,
         doctor,
+        log,
         memory_agent,
         migrate,
         serve,
         transfer,
+        ui,
     )
     from .app import app
 

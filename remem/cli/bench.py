@@ -362,3 +362,22 @@ def report_cmd(
         typer.echo(json.dumps({"report": str(path)}))
     else:
         typer.echo(str(path))
+
+
+@bench_app.command("console")
+def console_speed(
+    n: Annotated[int, typer.Option("--n", min=1, help="How many memories in the store.")] = 100_000,
+    rounds: Annotated[int, typer.Option(min=1, help="Requests timed per page.")] = 50,
+    progress: ProgressOpt = True,
+    as_json: JsonOpt = False,
+) -> None:
+    """Server-side time of the web console's pages (the memory table, a later page, a
+    filter, the search box, a memory's page) over N memories, median and p95, with the
+    same first page over 1,000 memories as the baseline of the same run.
+
+    Example: remem bench console --n 100000
+    """
+    run = load_runner("console")
+    with boundary():
+        result = run(n=n, rounds=rounds, progress=progress)
+    report(f"console (n={n})", result, as_json)

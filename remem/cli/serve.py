@@ -47,7 +47,8 @@ def serve(
     as_json: JsonOpt = False,
 ) -> None:
     """Serve the memory over HTTP: the REST API under /v1 (docs at /docs), an event
-    stream, and an OpenAI-compatible chat proxy at /v1/chat/completions.
+    stream, an OpenAI-compatible chat proxy at /v1/chat/completions, and the web
+    console at /ui.
 
     Example: remem serve --port 8420 --upstream http://localhost:11434/v1
     """
@@ -79,6 +80,7 @@ def serve(
             console.print(Text(f"remem: serving {memory.path} at {_url(server.host, server.port)} "
                                f"- {mode}"))
             console.print(Text(f"API docs: {_url(server.host, server.port)}/docs"), style="dim")
+            console.print(Text(f"web console: {_url(server.host, server.port)}/ui"), style="dim")
             if server.upstream_base_url:
                 console.print(Text(f"chat proxy: /v1/chat/completions -> {server.upstream_base_url}"),
                               style="dim")

@@ -48,7 +48,7 @@ __all__ = [
 
 KIND_LABELS = ("none", "preference", "persona", "profile", "project", "convention", "pitfall",
                "procedure", "files", "decision", "fact", "event")
-INTENTS = ("statement", "update", "correction", "forget", "instruction", "chitchat")
+INTENTS = ("statement", "update", "correction", "forget", "instruction", "chitchat", "keep")
 LEVELS = ("user", "project", "session")
 PAIR_LABELS = ("supersede", "same", "compatible", "unrelated", "forget", "keep")
 

@@ -11,9 +11,9 @@ from __future__ import annotations
 
 import re
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
-from ..text import content_words
+from ..text import clauses, content_words
 from .heads import Reader, Reading
 from .statements import Unit, units
 
@@ -32,6 +32,9 @@ class ForgetRequest:
 
     text: str
     spans: tuple[int, ...]
+    #: what the user said right after it, asking to keep the rest ("the stack is fine to
+    #: keep", "技术栈没关系"): only then is part of a memory kept when part of it goes
+    keeps: tuple[str, ...] = ()
 
 
 def topic_words(text: str, forget_words: frozenset[str]) -> set[str]:
@@ -55,7 +58,21 @@ def forget_requests(reader: Reader, text: str, *, role: str = "user") -> list[Fo
         return []
     pieces = units(text)
     readings = reader.read([u.text for u in pieces], [role] * len(pieces)) if pieces else []
-    return requests_in(pieces, readings, reader.heads.forget_words)
+    found = requests_in(pieces, readings, reader.heads.forget_words)
+    return [replace(r, keeps=_keeps(reader, pieces, r)) for r in found]
+
+
+def _keeps(reader: Reader, pieces: Sequence[Unit], request: ForgetRequest) -> tuple[str, ...]:
+    """The clauses after a request's last forget clause, in its sentence and the next one,
+    that the intent head reads as keeping something: what the user keeps."""
+    last = request.spans[-1]
+    own = clauses(pieces[last].text)
+    after = [*own, *(clauses(pieces[last + 1].text) if last + 1 < len(pieces) else [])]
+    readings = reader.read(after, ["user"] * len(after)) if after else []
+    asks = [i for i, r in enumerate(readings[:len(own)]) if r.intent == "forget"]
+    start = asks[-1] + 1 if asks else len(own)
+    return tuple(c for c, r in zip(after[start:], readings[start:], strict=True)
+                 if r.intent == "keep")
 
 
 def requests_in(pieces: Sequence[Unit], readings: Sequence[Reading],

@@ -177,4 +177,4 @@ class RulesExtractor:
                          entities=_entities(text, subject), tags=[lang], event_time=event_time,
                          observed_at=when, confidence=round(r.kind_p, 3), source_ids=[ep.id],
                          rule=f"heads.{kind}", level=level,
-                         intent="statement" if r.intent == "chitchat" else r.intent)  # type: ignore[arg-type]
+                         intent="statement" if r.intent in ("chitchat", "keep") else r.intent)  # type: ignore[arg-type]

@@ -52,6 +52,10 @@ _EN_FILLER = re.compile(
 _ZH_FILLER = re.compile(r"^(?:嗯+|哦+|噢|好的|对了|另外|还有|哈哈+|诶|顺便说一下|顺便)[，,！!、\s]*")
 
 
+#: Abbreviations after which a full stop ends no sentence: titles and Latin shorthands.
+_TITLE = re.compile(r"(?:^|\W)(?:dr|mr|mrs|ms|prof|st|sr|jr|vs|etc|e\.g|i\.e|approx|no)$", re.IGNORECASE)
+
+
 @dataclass(frozen=True)
 class Unit:
     """One statement of a turn: its text as said, and whether it is a list of steps."""
@@ -69,6 +73,8 @@ def _sentences(text: str) -> list[str]:
         elif ch in _SPLIT_AT and not code:
             nxt = text[i + 1] if i + 1 < len(text) else " "
             if ch in ".!?" and not (nxt.isspace() or nxt in ".!?\"')"):
+                continue
+            if ch == "." and _TITLE.search(text, 0, i):  # "Dr. Okafor", "e.g. pnpm"
                 continue
             out.append(text[start:i + 1])
             start = i + 1
@@ -104,8 +110,8 @@ def units(text: str) -> list[Unit]:
 def is_fragment(text: str) -> bool:
     """Too short to stand alone, or cut off mid-thought ("Melanie loves to")."""
     toks = words(text)
-    if has_cjk(text):
-        return sum(1 for ch in text if "\u4e00" <= ch <= "\u9fff") < 4
+    if has_cjk(text):  # a Chinese character counts as a word, and so does "Vue" in "前端用 Vue"
+        return sum(1 for ch in text if "\u4e00" <= ch <= "\u9fff") + sum(t.isascii() for t in toks) < 4
     return len(toks) < 3 or toks[-1] in _DANGLING
 
 

@@ -8,6 +8,7 @@ known about the files about to be edited, the pitfalls of a shell command about 
 
 from __future__ import annotations
 
+import logging
 import re
 import time
 from collections.abc import Sequence
@@ -15,7 +16,7 @@ from dataclasses import dataclass, field
 from datetime import datetime, timezone
 from typing import Any, Literal
 
-from ..errors import NotFoundError, ValidationError
+from ..errors import NotFoundError, RememError, ValidationError
 from ..memory import Memory
 from ..model import AddResult, Hit, MemoryItem
 from ..text import estimate_tokens, words
@@ -40,6 +41,10 @@ KIND_ORDER = ("pitfall", "convention", "preference", "project", "decision", "pro
 RememberKind = Literal["pitfall", "convention", "preference", "project", "decision", "procedure",
                        "skill", "files", "profile", "fact"]
 Verdict = Literal["helpful", "wrong", "stale"]
+#: What a text handed to a model held: ``(memory id, section, channels)``, in its order.
+Given = list[tuple[str, str, list[str]]]
+
+log = logging.getLogger(__name__)
 
 # a failure that says the environment lacks something, worth a warning before a rerun
 _ENV_FAILURE = re.compile(r"command not found|not recognized as|no such file or directory|"
@@ -102,6 +107,7 @@ class CommandCheck:
     pitfalls: list[MemoryItem] = field(default_factory=list)
     failures: list[MemoryItem] = field(default_factory=list)
     conventions: list[MemoryItem] = field(default_factory=list)  # that the command goes against
+    channels: dict[str, list[str]] = field(default_factory=dict)
 
     @property
     def empty(self) -> bool:
@@ -163,6 +169,24 @@ class AgentMemory:
             spent += cost
         return lines
 
+    def _log(self, door: str | None, given: Given, text: str, *, query: str | None = None,
+             session_id: str | None = None) -> None:
+        """Record in the injection log what ``text`` gave a model through ``door`` (if
+        any). A failure to record is logged, never raised: the agent gets its text."""
+        if door is None or not given:
+            return
+        try:
+            self.memory.log_injection(door=door, given=given, tokens=estimate_tokens(text),
+                                      query=query, text=text, **self.scope.many(session_id))
+        except RememError as exc:
+            log.warning("could not record an injection through %s: %s", door, exc)
+
+    @staticmethod
+    def _given(items: Sequence[MemoryItem], lines: Sequence[str], section: str,
+               channels: dict[str, list[str]]) -> Given:
+        """The items whose lines made it into the text (the first ``len(lines)``)."""
+        return [(m.id, section, channels.get(m.id, [])) for m in items[:len(lines)]]
+
     def _search(self, query: str, *, kinds: Sequence[str] | None = None, k: int = 10,
                 budget_tokens: int | None = None, include_episodes: bool = True) -> list[Hit]:
         """Search in the scope (all sessions)."""
@@ -191,15 +215,18 @@ class AgentMemory:
     # --- reading ----------------------------------------------------------------------
 
     def bootstrap(self, *, budget_tokens: int = 800, query: str | None = None,
-                  session_id: str | None = None, if_empty: str | None = "nothing yet.") -> str:
+                  session_id: str | None = None, if_empty: str | None = "nothing yet.",
+                  door: str | None = None) -> str:
         """The digest to read at session start, within ``budget_tokens``: the core memories
         (profile, preferences, conventions, project, pitfalls, approved skills), then the
         session's working memory, then what ``query`` finds. With nothing known it says
-        ``if_empty`` (``None``: an empty string)."""
+        ``if_empty`` (``None``: an empty string). With ``door``, the memories in the text
+        are recorded in the injection log (as for every method that takes a door)."""
         ctx = self.memory.context(query=query, budget_tokens=budget_tokens,
                                   **self.scope.many(session_id))
         by_id = {m.id: m for m in ctx.memories}
         out = [self._heading()]
+        given: Given = []
         spent = estimate_tokens(out[0])
         for section, ids in ctx.sections.items():
             items = [by_id[i] for i in ids if i in by_id]
@@ -207,14 +234,17 @@ class AgentMemory:
             if not lines or spent >= budget_tokens:
                 continue
             out += [_SECTIONS.get(section, section), *lines]
+            given += self._given(items, lines, section, ctx.channels)
             spent += sum(estimate_tokens(line) for line in lines)
         if len(out) == 1:
             return "" if if_empty is None else f"{out[0]}: {if_empty}"
-        return "\n".join(out)
+        text = "\n".join(out)
+        self._log(door, given, text, query=query, session_id=session_id)
+        return text
 
     def recall(self, query: str, *, files: Sequence[str] = (), error: str | None = None,
                kinds: Sequence[str] | None = None, budget_tokens: int = 800,
-               k: int = 10) -> str:
+               k: int = 10, door: str | None = None) -> str:
         """The memories that answer ``query`` (with the ``error`` text and the ``files`` as
         extra clues), best first, within ``budget_tokens``."""
         if not isinstance(query, str) or not query.strip():
@@ -225,17 +255,22 @@ class AgentMemory:
         paths = [parse_file_spec(f)[0] for f in files]
         clues += paths
         hits = self._search("\n".join(clues), kinds=kinds, k=k, budget_tokens=budget_tokens)
+        channels = {h.memory.id: list(h.channels) for h in hits}
         items = _distinct([h.memory for h in hits])
         if paths:
             known = {i.id for i in items}
-            items = [m for m in self._about_files(paths) if m.id not in known][:5] + items
+            about = [m for m in self._about_files(paths) if m.id not in known][:5]
+            channels.update({m.id: ["files"] for m in about})
+            items = about + items
         lines = self._pack(items, budget_tokens)
         if not lines:
             return f"No memories match {_one_line(query, 120)!r}."
-        return "\n".join([f"Memories for {_one_line(query, 120)!r}, best first:", *lines])
+        text = "\n".join([f"Memories for {_one_line(query, 120)!r}, best first:", *lines])
+        self._log(door, self._given(items, lines, "recall", channels), text, query=query)
+        return text
 
     def prompt_context(self, prompt: str, *, session_id: str | None = None,
-                       budget_tokens: int = 400, k: int = 5) -> str:
+                       budget_tokens: int = 400, k: int = 5, door: str | None = None) -> str:
         """The few memories worth adding to a user's prompt: those that share its words
         (a prompt of a word or two, "yes", "go on", gets none), never from this session."""
         if len(words(prompt)) < 3:
@@ -250,10 +285,15 @@ class AgentMemory:
             if "fulltext" not in hit.channels:
                 continue  # only sounds alike: not worth tokens on every prompt
             keep.append(item)
-        lines = self._pack(_distinct(keep)[:k], budget_tokens)
+        items = _distinct(keep)[:k]
+        lines = self._pack(items, budget_tokens)
         if not lines:
             return ""
-        return "\n".join(["remem: memories that may bear on this request:", *lines])
+        text = "\n".join(["remem: memories that may bear on this request:", *lines])
+        channels = {h.memory.id: list(h.channels) for h in hits}
+        self._log(door, self._given(items, lines, "recall", channels), text, query=prompt,
+                  session_id=session_id)
+        return text
 
     def _about_files(self, paths: Sequence[str]) -> list[MemoryItem]:
         """Memories that cite one of ``paths`` or name it (by path or file name)."""
@@ -300,8 +340,10 @@ class AgentMemory:
         check = CommandCheck(command=command, program=prog)
         hits = self._search(command, kinds=["pitfall"], k=10, include_episodes=False)
         check.pitfalls = [h.memory for h in hits if _trap_of(h.memory.text, prog)][:3]
+        check.channels = {h.memory.id: list(h.channels) for h in hits}
         rules = self._search(command, kinds=list(CONVENTION_KINDS), k=5, include_episodes=False)
         check.conventions = against(command, prog, rules, self.memory)[:3]
+        check.channels.update({h.memory.id: list(h.channels) for h in rules})
         if check.pitfalls:
             return check  # the pitfall already says what the failures showed
         events = self.memory.search(command, k=20, kinds=["event"], **self.scope.many())
@@ -312,11 +354,14 @@ class AgentMemory:
                     and (event.get("exit_code") in (126, 127)
                          or _ENV_FAILURE.search(event.get("output") or ""))):
                 check.failures.append(hit.memory)
+                check.channels[hit.memory.id] = list(hit.channels)
         check.failures = check.failures[:2]
         return check
 
-    def render_check(self, check: CommandCheck) -> str:
-        """A :class:`CommandCheck` as text: the pitfalls with their fixes, then failures."""
+    def render_check(self, check: CommandCheck, *, door: str | None = None,
+                     session_id: str | None = None) -> str:
+        """A :class:`CommandCheck` as text: the conventions it goes against, the pitfalls
+        with their fixes, then failures."""
         if check.empty:
             return f"No known pitfalls for `{check.program}`."
         out = []
@@ -329,7 +374,13 @@ class AgentMemory:
         if check.failures:
             out.append(f"Earlier failures of `{check.program}` here:")
             out += [f"- {_one_line(f.text, 300)} (id {f.id})" for f in check.failures]
-        return "\n".join(out)
+        text = "\n".join(out)
+        given = [(m.id, section, check.channels.get(m.id, []))
+                 for section, found in (("convention", check.conventions), ("pitfall", check.pitfalls),
+                                        ("failure", check.failures))
+                 for m in found]
+        self._log(door, given, text, query=check.command, session_id=session_id)
+        return text
 
     def get(self, memory_id: str) -> MemoryItem:
         """One memory by id, in scope, whatever its status."""

@@ -148,10 +148,12 @@ def _edited_path(agent: AgentMemory, payload: HookInput) -> str | None:
 def _reply_claude(event: str, payload: HookInput, agent: AgentMemory) -> dict[str, Any] | None:
     session = payload.session
     if event == "SessionStart":
-        return _context(event, agent.bootstrap(budget_tokens=800, session_id=session, if_empty=None))
+        return _context(event, agent.bootstrap(budget_tokens=800, session_id=session, if_empty=None,
+                                               door=f"hook:{event}"))
     if event == "UserPromptSubmit":
         prompt = (payload.prompt or "").strip()
-        return _context(event, agent.prompt_context(prompt, session_id=session)) if prompt else None
+        return _context(event, agent.prompt_context(prompt, session_id=session,
+                                                    door=f"hook:{event}")) if prompt else None
     command = (payload.tool_input or {}).get("command")
     if event != "PreToolUse" or payload.tool_name != "Bash" or not isinstance(command, str) \
             or not command.strip():
@@ -164,7 +166,8 @@ def _reply_claude(event: str, payload: HookInput, agent: AgentMemory) -> dict[st
     else:
         lead, first = f"remem: known pitfall for `{check.program}`", (check.pitfalls or check.failures)[0]
     return {"systemMessage": f"{lead}: {' '.join(first.text.split())[:200]}",
-            **(_context(event, agent.render_check(check)) or {})}
+            **(_context(event, agent.render_check(check, door=f"hook:{event}",
+                                                  session_id=session)) or {})}
 
 
 def _record_claude(event: str, payload: HookInput, agent: AgentMemory) -> bool:

@@ -90,7 +90,8 @@ def build_server(agent: AgentMemory) -> MCPServer:
         fixes, conventions, preferences, decisions. Call it once at the start of a task,
         before anything else, and follow it. Each line is `- [kind] text (id ...)`."""
         with _as_tool_errors():
-            return agent.bootstrap(budget_tokens=budget_tokens, query=query or None)
+            return agent.bootstrap(budget_tokens=budget_tokens, query=query or None,
+                                   door="mcp:memory_bootstrap")
 
     @server.tool(annotations=reads, structured_output=False)
     def memory_recall(
@@ -110,7 +111,7 @@ def build_server(agent: AgentMemory) -> MCPServer:
         whose cited code changed since."""
         with _as_tool_errors():
             return agent.recall(query, files=files or (), error=error, kinds=kinds,
-                                budget_tokens=budget_tokens)
+                                budget_tokens=budget_tokens, door="mcp:memory_recall")
 
     @server.tool(annotations=writes, structured_output=False)
     def memory_remember(
@@ -192,7 +193,8 @@ def build_server(agent: AgentMemory) -> MCPServer:
         project (each with its fix) and earlier failures that said something is missing.
         If a pitfall applies, use the fix it gives instead."""
         with _as_tool_errors():
-            return agent.render_check(agent.check_command(command))
+            return agent.render_check(agent.check_command(command),
+                                      door="mcp:memory_check_command")
 
     @server.tool(annotations=reads, structured_output=False)
     def memory_list(

@@ -36,7 +36,7 @@ from ..extract.statements import is_fragment, units
 from ..govern import ScreenPolicy
 from ..model import Candidate, MemoryItem, Scope, new_id
 from ..store.base import NewMemory, Store
-from ..text import has_cjk, split_passages
+from ..text import clauses, has_cjk, split_passages
 from .relate import family, forget_targets, relate
 from .relate import stems as _stems
 from .similarity import content_words, jaccard, normalise
@@ -292,28 +292,34 @@ class MemoryAgent:
             if ep.kind != "episode" or (ep.role or "user").lower() in {"assistant", "system", "tool"}:
                 continue
             for request in forget_requests(self.reader, ep.text):
-                forgotten += self.forget_about(request.text, ep, later={e.id for e in batch[n:]})
+                forgotten += self.forget_about(request.text, ep, later={e.id for e in batch[n:]},
+                                               keeps=request.keeps)
         return forgotten
 
     def forget_about(self, request: str, said_in: MemoryItem, *,
-                     later: set[str] | frozenset[str] = frozenset()) -> list[str]:
+                     later: set[str] | frozenset[str] = frozenset(),
+                     keeps: Sequence[str] = ()) -> list[str]:
         """Forget what ``request`` is about, in the scope of the turn that said it.
 
         The targets (see :func:`.relate.forget_targets`) are cut into clauses and the
         clauses the request touches are what is forgotten. Memories that say it are
-        forgotten, or keep a new version without it when they say other things too
-        ("forget the client's name, the rest is fine"); the turns that said it, or
-        restate its rare words, are hidden. Soft: status ``forgotten``, with history.
+        forgotten whole, unless the user asked to keep the rest (``keeps``: "forget the
+        client's name, the stack is fine to keep"): then they keep a new version without
+        it. The turns that said it, or restate its rare words, are hidden. Soft: status
+        ``forgotten``, with history.
         ``later`` names the turns said with or after the request: what they say is new,
         not a target. Returns the ids changed."""
         look = shared_scope(said_in).model_copy(update={"nested": True})
         said = self.store.recent_turns(shared_scope(said_in), 200, before=said_in.id)
-        turns = [t for t in said if t.kind == "episode"]
+        # what the user said; a reply that restates it goes with it below (its rare words)
+        turns = [t for t in said if t.kind == "episode" and _role(_speaker(t)) == "user"]
         # what this user said can be forgotten by them; the team's memories cannot
         memories = [m for m in self.store.derived(look, limit=1000) if m.user_id == said_in.user_id]
         # what the request's own turn and the replies to it say is new, not a target
         later = {said_in.id, *later}
         known = [m for m in memories if not set(m.sources) & later]
+        for kept in keeps:  # what the user keeps is not what the request is about
+            request = request.replace(kept, " ").strip()
         targets = forget_targets(self.reader, request, known + turns)
         if not targets:
             return []
@@ -326,11 +332,14 @@ class MemoryAgent:
         episodes.discard(said_in.id)  # it may say other things worth keeping: decided below
         # what the memories derived from those turns say about the topic goes too
         hits: dict[str, list[str]] = {}
+        by_id = {t.id: t for t in said}
         for m in memories:
             parts = clauses(m.text)
-            near = bool(set(m.sources) & episodes)
+            near = [by_id[s] for s in m.sources if s in episodes and s in by_id]
             hit = [c for c in parts if c in gone or (near and _stems(content_words(c)) & stems)]
-            hits[m.id] = parts if m in targets and not hit else hit
+            if not hit and (m in targets or any(_from_touched(m.text, ep.text, gone) for ep in near)):
+                hit = parts
+            hits[m.id] = hit
         rare = self._rare_words(gone + [c for h in hits.values() for c in h], turns)
         # and every turn, event or memory that restates its rare words
         episodes |= {t.id for t in said if _restates(rare, t.text)}
@@ -344,7 +353,7 @@ class MemoryAgent:
             if not hit:
                 kept_from_request |= said_in.id in m.sources
                 continue
-            text = _join([c for c in parts if c not in hit])
+            text = _join([c for c in parts if c not in hit]) if keeps else ""
             if text and not is_fragment(text):
                 self.store.update_text(m.id, look, text, split_passages(text, self.chunk_tokens),
                                        reason, new_id("j_"))
@@ -387,20 +396,27 @@ class MemoryAgent:
                 and w not in self.reader.heads.forget_words}
 
 
-_CLAUSE = re.compile(r"(?<=[,;，；。])\s*|(?<=[.!?])\s+")
-
-
-def clauses(text: str) -> list[str]:
-    """A text's clauses, split after commas, semicolons and full stops."""
-    return [c.strip() for c in _CLAUSE.split(text) if c.strip(" ,;，；。.")]
+_OPENING = re.compile(r"^(?:(?:and|but|while|whereas)\s+|(?:而且|并且|但是|另外)，?)", re.IGNORECASE)
 
 
 def _join(parts: Sequence[str]) -> str:
     text = ""
     for p in parts:  # no space after a full-width comma
         text += p.strip() if not text or text[-1] in "，；。" else " " + p.strip()
-    text = text.strip(" ,;，；")
+    text = _OPENING.sub("", text.strip(" ,;，；"))  # the clause before it is gone
     return text[:1].upper() + text[1:]
+
+
+def _from_touched(memory: str, turn: str, gone: Sequence[str]) -> bool:
+    """Whether a memory derived from ``turn`` came from a sentence of it that the request
+    touched: a sentence is said as one thought ("dealing with health stuff, surgery on
+    Thursday, so I may be slow"), so what was drawn from it goes with the part asked about."""
+    sentences = [u.text for u in units(turn)]
+    if not sentences:
+        return False
+    words = content_words(memory)
+    source = max(sentences, key=lambda u: len(words & content_words(u)))
+    return any(c in source for c in gone)
 
 
 def _bare(clause: str) -> bool:

@@ -111,17 +111,21 @@ def forget_targets(reader: Reader, request: str, known: Sequence[MemoryItem], *,
     reading = reader.read([request], ["user"])[0]
     probs = reader.relate(texts, request, reading.intent_probs)
     typical = float(np.median(sims))
-    scores = []
+    scores, shares = [], []
     for m, sim, row in zip(known, sims, probs, strict=False):
         words = stems(content_words(m.text) | {str(e).lower() for e in m.metadata.get("entities", [])})
         shared = len(topic & words)
+        shares.append(shared > 0)
         scores.append(float(row[_FORGET]) - 0.2 * float(row[_KEEP]) + 3 * (float(sim) - typical)
                       + 0.5 * (shared > 0) + 0.5 * shared / max(1, len(topic)))
-    best = max(scores)
-    if best < 0.3:
+    # a request that names its topic is about what says it, when anything does; meaning
+    # alone decides only when nothing shares a word with it ("forget where I live")
+    ranked = sorted((sc, i, m) for sc, i, m in zip(scores, range(len(known)), known, strict=False)
+                    if shares[i] or not any(shares))
+    ranked.reverse()
+    if not ranked or ranked[0][0] < 0.3:
         return []
-    ranked = sorted(zip(scores, range(len(known)), known, strict=False), reverse=True)
-    return [m for sc, _, m in ranked if sc >= best - margin]
+    return [m for sc, _, m in ranked if sc >= ranked[0][0] - margin]
 
 
 _SUFFIX = re.compile(r"(?:ations?|ments?|ings?|ed|es|s|ly)$")

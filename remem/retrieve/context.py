@@ -94,6 +94,7 @@ def build_context(*, core: Sequence[MemoryItem], working: Sequence[MemoryItem],
     cited: set[str] = set()
     sections: dict[str, list[str]] = {"core": [], "working": [], "recall": []}
     lines: dict[str, list[str]] = {"core": [], "working": [], "recall": []}
+    channels: dict[str, list[str]] = {}
     used = 0
 
     def take(section: str, item: MemoryItem, limit: int) -> bool:
@@ -132,8 +133,10 @@ def build_context(*, core: Sequence[MemoryItem], working: Sequence[MemoryItem],
                     continue
                 turns += 1
             take("recall", hit.memory, budget_tokens)
+            if hit.memory.id in sections["recall"]:
+                channels[hit.memory.id] = list(hit.channels)
     text = "\n\n".join(f"## {_TITLES[s]}\n" + "\n".join(lines[s]) for s in lines if lines[s])
     core_text = f"## {_TITLES['core']}\n" + "\n".join(lines["core"]) if lines["core"] else ""
     return Context(text=text, memories=list(taken.values()), tokens=used, core_tokens=core_tokens,
-                   core_text=core_text, sections=sections)
+                   core_text=core_text, sections=sections, channels=channels)
 

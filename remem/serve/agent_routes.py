@@ -38,6 +38,8 @@ class ContextRequest(ScopeFields):
 
     query: str | None = Field(None, examples=["how do we deploy?"])
     budget_tokens: int = Field(1000, ge=1, le=100_000)
+    log: bool = Field(False, description="record the block in the injection log (door "
+                      "`context`): set it when the block is handed to a model")
 
 
 class PrefetchRequest(OwnerFields):
@@ -115,7 +117,7 @@ def agent_routes(memory: Memory, auth: Authenticator) -> APIRouter:
         org, user = who.confine(body.org_id, body.user_id)
         return memory.context(org_id=org, user_id=user, agent_id=body.agent_id, project=body.project,
                               session_id=body.session_id, query=body.query,
-                              budget_tokens=body.budget_tokens)
+                              budget_tokens=body.budget_tokens, log=body.log)
 
     @router.post("/prefetch", tags=["memory agent"])
     def prefetch(body: PrefetchRequest, who: Annotated[Principal, Depends(write)]) -> Warmed:

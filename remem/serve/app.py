@@ -17,8 +17,10 @@ from .events import EventHub, event_routes
 from .hosts import HostGuard, allowed_hosts
 from .keys import KeyStore
 from .limits import BodyLimit
+from .log_routes import log_routes
 from .proxy import ChatProxy, proxy_routes
 from .routes import memory_routes, service_routes
+from .ui import install_console
 
 __all__ = ["create_app"]
 
@@ -59,6 +61,8 @@ def create_app(memory: Memory, *, config: ServerConfig | None = None) -> FastAPI
     app.include_router(service_routes(memory, auth, keys))
     app.include_router(memory_routes(memory, auth, hub))
     app.include_router(agent_routes(memory, auth))
+    app.include_router(log_routes(memory, auth))
     app.include_router(event_routes(hub, auth))
     app.include_router(proxy_routes(proxy, auth))
+    install_console(app, memory, auth)
     return app

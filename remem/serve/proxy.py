@@ -20,6 +20,7 @@ from starlette.concurrency import run_in_threadpool
 from .._inputs import parse_scope
 from ..config import ServerConfig
 from ..memory import Memory
+from ..model import Context
 from .auth import Authenticator, Principal
 from .errors import ApiError
 from .events import EventHub
@@ -159,13 +160,22 @@ class ChatProxy:
             self._client = None
 
     def recall(self, query: str, *, org_id: str | None, user_id: str, project: str | None,
-               session_id: str | None) -> tuple[str, int]:
-        """The memory block for ``query`` within the token budget, and how many memories it has."""
+               session_id: str | None) -> Context:
+        """The memory block for ``query`` within the token budget."""
         query = plain(query)[-_QUERY_CHARS:]
-        found = self.memory.context(org_id=org_id, user_id=user_id, project=project,
-                                    session_id=session_id, query=query if query.strip() else None,
-                                    budget_tokens=self.config.context_budget_tokens)
-        return found.text, len(found.memories)
+        return self.memory.context(org_id=org_id, user_id=user_id, project=project,
+                                   session_id=session_id, query=query if query.strip() else None,
+                                   budget_tokens=self.config.context_budget_tokens)
+
+    def log(self, ctx: Context, query: str, exchange: _Exchange) -> None:
+        """Record in the injection log that the upstream model was given ``ctx``."""
+        try:
+            self.memory.log_context(ctx, door="proxy", query=plain(query)[-_QUERY_CHARS:],
+                                    org_id=exchange.org_id, user_id=exchange.user_id,
+                                    project=exchange.project, session_id=exchange.session_id)
+        except Exception:  # the answer is on its way all the same
+            log.exception("could not record the memories given to user %r's model",
+                          exchange.user_id)
 
     def record(self, exchange: _Exchange) -> None:
         """Remember the user's message and the answer as two new turns."""
@@ -313,14 +323,18 @@ def proxy_routes(proxy: ChatProxy, auth: Authenticator) -> APIRouter:
         last = body.messages[-1]
         users = [m for m in body.messages if m.role == "user"]
         query = _text(users[-1].content) if users else ""
-        block, remembered = "", 0
+        ctx: Context | None = None
         if query.strip():
-            block, remembered = await run_in_threadpool(
+            ctx = await run_in_threadpool(
                 proxy.recall, query, org_id=org, user_id=user, project=x_remem_project,
                 session_id=x_remem_session)
         exchange = _Exchange(org_id=org, user_id=user, project=x_remem_project,
                              session_id=x_remem_session, model=body.model,
                              question=_text(last.content) if last.role == "user" else None)
-        return await proxy.complete(body, exchange, block, remembered)
+        response = await proxy.complete(body, exchange, ctx.text if ctx else "",
+                                        len(ctx.memories) if ctx else 0)
+        if ctx is not None and ctx.memories:  # the upstream took the request: it has the block
+            await run_in_threadpool(proxy.log, ctx, query, exchange)
+        return response
 
     return router

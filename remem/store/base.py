@@ -9,10 +9,11 @@ from typing import Any, Protocol
 
 import numpy as np
 
-from ..model import HistoryEntry, JobInfo, MemoryItem, Page, Scope, Source
+from ..model import HeedRate, HistoryEntry, Injection, JobInfo, MemoryItem, Page, Scope, Source
 
-__all__ = ["ApiKeyStore", "CopyStore", "Filters", "GraphStore", "Job", "JobStore", "MemoryStore", "NewMemory",
-           "RecallStore", "Store", "TopicRowLike", "Transaction", "WorkingMemoryStore"]
+__all__ = ["ApiKeyStore", "CopyStore", "Filters", "GraphStore", "InjectionLog", "Job", "JobStore",
+           "MemoryStore", "NewInjection", "NewMemory", "RecallStore", "Store", "TopicRowLike",
+           "Transaction", "WorkingMemoryStore"]
 
 
 @dataclass(frozen=True)
@@ -43,6 +44,23 @@ class Filters:
     since: float | None = None
     until: float | None = None
     as_of: float | None = None
+    maturity: str | None = None
+    subject: str | None = None
+
+
+@dataclass(frozen=True)
+class NewInjection:
+    """An injection to record: ``items`` are ``(memory id, section, channels)`` in the
+    order the text gave them; ``at`` is epoch seconds."""
+
+    id: str
+    at: float
+    door: str
+    scope: Scope
+    query: str | None
+    tokens: int
+    items: Sequence[tuple[str, str, Sequence[str]]] = ()
+    text: str | None = None
 
 
 @dataclass(frozen=True)
@@ -89,8 +107,10 @@ class MemoryStore(Protocol):
         """One transaction; nested inside another on the same thread, a savepoint (an
         inner failure rolls back alone). Every write method joins the open one."""
 
-    def write(self) -> AbstractContextManager[Any]:
-        """A transaction that, nested inside another, joins it (commits with it)."""
+    def write(self, *, changes: bool = True) -> AbstractContextManager[Any]:
+        """A transaction that, nested inside another, joins it (commits with it);
+        ``changes=False`` leaves :meth:`change_token` as it is (writes that change no
+        memory, such as the injection log)."""
 
     def change_token(self) -> int:
         """A number that grows with every committed write, by any process or thread."""
@@ -208,6 +228,10 @@ class GraphStore(Protocol):
     def edges_of(self, rowids: Sequence[int]) -> list[tuple[int, int, str, float]]:
         """Edges touching these memories: ``(rowid, other, type, weight)``."""
 
+    def edge_list(self, rowid: int, limit: int = 200) -> list[tuple[int, str, str, float]]:
+        """The edges of one memory with their direction: ``(other, type, "out"|"in",
+        weight)``, heaviest first."""
+
     def set_entities(self, memory_id: str, names: Sequence[str]) -> None: ...
 
     def with_entities(self, scope: Scope, names: Sequence[str], limit: int = 50) -> list[MemoryItem]:
@@ -321,6 +345,28 @@ class CopyStore(Protocol):
         """Rows per copied table, and ``vectors``."""
 
 
+class InjectionLog(Protocol):
+    """The injection log: what each door handed to a model, and what of it was used.
+
+    Reads take a scope and stay inside it exactly (a field left None does not narrow);
+    a write enforces the retention it is given in the same transaction.
+    """
+
+    def log_injection(self, entry: NewInjection, *, keep_days: float | None,
+                      keep_rows: int | None) -> None: ...
+
+    def injections(self, scope: Scope, *, door: str | None = None, limit: int = 50,
+                   cursor: str | None = None) -> tuple[list[Injection], str | None]: ...
+
+    def injection(self, injection_id: str, scope: Scope) -> Injection: ...
+
+    def injections_of(self, memory_id: str, scope: Scope, limit: int = 20) -> list[Injection]: ...
+
+    def mark_used(self, memory_ids: Sequence[str], scope: Scope, at: float) -> int: ...
+
+    def heed_rates(self, scope: Scope, *, since: float | None = None) -> list[HeedRate]: ...
+
+
 class Store(MemoryStore, RecallStore, GraphStore, WorkingMemoryStore, JobStore, ApiKeyStore,
-            CopyStore, Protocol):
+            CopyStore, InjectionLog, Protocol):
     """Everything the layers above use; each adapter implements all of it."""

@@ -45,7 +45,8 @@ def scope_sql(scope: Scope, alias: str = "m", *, by_rowid: bool = False,
 
 
 def filters_sql(filters: Filters, alias: str = "m", *, mark: str = "?") -> tuple[str, list[Any]]:
-    """The WHERE clause for kinds, statuses and time; ``as_of`` shows what was valid then."""
+    """The WHERE clause for kinds, statuses, time, maturity and subject; ``as_of`` shows
+    what was valid then."""
     clauses: list[str] = []
     params: list[Any] = []
     statuses = filters.statuses
@@ -70,4 +71,10 @@ def filters_sql(filters: Filters, alias: str = "m", *, mark: str = "?") -> tuple
     if filters.until is not None:
         clauses.append(f"COALESCE({alias}.event_time, {alias}.observed_at) <= {mark}")
         params.append(filters.until)
+    if filters.maturity is not None:
+        clauses.append(f"{alias}.maturity = {mark}")
+        params.append(filters.maturity)
+    if filters.subject is not None:
+        clauses.append(f"{alias}.subject = {mark}")
+        params.append(filters.subject)
     return " AND ".join(clauses), params

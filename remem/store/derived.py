@@ -199,6 +199,14 @@ class DerivedOps:
             f"UNION ALL SELECT dst, src, type, weight FROM edges WHERE dst IN ({marks})",
             [*rowids, *rowids])]
 
+    def edge_list(self, rowid: int, limit: int = 200) -> list[tuple[int, str, str, float]]:
+        """The edges of one memory with their direction: ``(other, type, "out"|"in", weight)``,
+        heaviest first."""
+        return [tuple(r) for r in self.conn.execute(  # type: ignore[misc]
+            "SELECT dst, type, 'out', weight FROM edges WHERE src = ? "
+            "UNION ALL SELECT src, type, 'in', weight FROM edges WHERE dst = ? "
+            "ORDER BY 4 DESC LIMIT ?", (rowid, rowid, limit))]
+
     def put_memory_vectors(self, memory_id: str, vectors: Sequence[Any]) -> None:
         """Store the vectors of a memory's passages, in passage order."""
         rows = [r for (r,) in self.conn.execute(

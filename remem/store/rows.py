@@ -84,6 +84,10 @@ TRANSFER: dict[str, tuple[str, ...]] = {
     "jobs": ("rowid", "id", "kind", "payload", "state", "priority", "attempts", "max_attempts",
              "run_after", "lease_until", "last_error", "idempotency_key", "created_at",
              "updated_at", "org_id"),
+    "injections": ("rowid", "id", "at", "door", "org_id", "user_id", "agent_id", "project",
+                   "session_id", "query", "tokens", "text"),
+    "injection_items": ("injection_rowid", "rank", "memory_rowid", "section", "channels",
+                        "used_at"),
 }
 #: Meta keys that belong to one store and are not copied (its own counters).
 LOCAL_META = ("changes", "vector_generation")

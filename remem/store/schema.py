@@ -186,6 +186,42 @@ MIGRATIONS: list[str] = [
     """
     CREATE INDEX memories_turn ON memories (org_id, session_id, event_time) WHERE raw = 1;
     """,
+    # 5: the injection log: what each door handed to a model, and whether it was used
+    """
+    CREATE TABLE injections (
+        rowid INTEGER PRIMARY KEY,
+        id TEXT NOT NULL UNIQUE,
+        at REAL NOT NULL,
+        door TEXT NOT NULL,
+        org_id TEXT NOT NULL,
+        user_id TEXT,
+        agent_id TEXT,
+        project TEXT,
+        session_id TEXT,
+        query TEXT,
+        tokens INTEGER NOT NULL,
+        text TEXT
+    );
+    CREATE INDEX injections_user ON injections (org_id, user_id, rowid);
+    CREATE INDEX injections_session ON injections (org_id, session_id, rowid);
+    CREATE INDEX injections_at ON injections (at);
+
+    -- a purged memory leaves the log with its row: what it said is gone everywhere
+    CREATE TABLE injection_items (
+        injection_rowid INTEGER NOT NULL REFERENCES injections (rowid) ON DELETE CASCADE,
+        rank INTEGER NOT NULL,
+        memory_rowid INTEGER NOT NULL REFERENCES memories (rowid) ON DELETE CASCADE,
+        section TEXT NOT NULL,
+        channels TEXT NOT NULL DEFAULT '[]',
+        used_at REAL,
+        PRIMARY KEY (injection_rowid, rank)
+    ) WITHOUT ROWID;
+    CREATE INDEX injection_items_memory ON injection_items (memory_rowid, injection_rowid);
+    """,
+    # 6: a page of an org's memories, newest first, without sorting the whole org
+    """
+    CREATE INDEX memories_page ON memories (org_id, raw, rowid);
+    """,
 ]
 
 SCHEMA_VERSION = len(MIGRATIONS)

