@@ -69,7 +69,7 @@ def test_a_store_goes_to_postgresql_and_back_and_answers_the_same(tmp_path: Path
     with Memory(pg_url, config=HASH) as m:
         m.add("a turn written after the move", user_id="alice")  # new rows get new ids
         assert m.flush(timeout=30)
-        assert m.search("written after the move", user_id="alice", k=1)[0].memory.text == \
+        assert m.search("written after the move", user_id="alice", k=1)[0].memory.text.lower() == \
             "a turn written after the move"
 
 
