@@ -117,7 +117,8 @@ def test_an_update_replaces_what_names_the_same_thing_not_what_is_only_near(mem:
     say(mem, "the reporting job runs on Ruby 3.1, so no pattern matching tricks from 3.3",
         "s1", "2026-03-01T10:00:00")
     mem.add([{"role": "user", "content": "why is this spec flaky?"},
-             {"role": "assistant", "content": "It depends on hash ordering from a fixture; I sorted the keys."}],
+             {"role": "assistant",
+              "content": "It depends on hash ordering from a fixture; I sorted the keys."}],
             session_id="s2", timestamp="2026-03-02T10:00:00", **API)  # type: ignore[arg-type]
     assert mem.flush(timeout=60)
     say(mem, "bumped the reporting job to Ruby 3.3 across all workers, go ahead", "s3",
@@ -126,6 +127,23 @@ def test_an_update_replaces_what_names_the_same_thing_not_what_is_only_near(mem:
     assert old and all(m.status == "superseded" for m in old)
     assert not [m for m in mem.list(**API, include_inactive=True)
                 if "ordering" in m.text and m.status == "superseded"]
+
+
+def test_musing_about_a_change_forgets_nothing(mem: Memory) -> None:
+    say(mem, "the site is deployed on Netlify, with preview builds per branch", "s1",
+        "2026-03-01T10:00:00")
+    say(mem, "wondering whether to move off Netlify to Cloudflare Pages one day, nothing "
+             "decided, just thinking out loud", "s2", "2026-03-04T10:00:00")
+    assert any("Netlify" in t and "preview" in t for t in block(mem))
+
+
+def test_a_weak_reading_as_a_request_is_no_request() -> None:
+    from remem.extract.requests import forget_requests
+
+    reader = Reader(Heads.load())
+    assert not forget_requests(reader, "thinking about maybe moving off Heroku to Fly.io at some "
+                                       "point, nothing decided, just pondering")
+    assert forget_requests(reader, "hey, that client name I gave you earlier, please don't keep it")
 
 
 def test_part_of_a_memory_is_kept_only_when_the_user_asks_to_keep_it(mem: Memory) -> None:

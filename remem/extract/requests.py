@@ -23,7 +23,7 @@ _POINTER = re.compile(r"\b(?:it|them|those|these)\b|[那这][个些件条句]|�
 _THAT = re.compile(r"\b(?:that|this)\b", re.IGNORECASE)
 _THAT_ALONE = re.compile(r"\b(?:that|this)\b(?=\s*(?:[,.;:!?，。；！？]|$))", re.IGNORECASE)
 
-__all__ = ["ForgetRequest", "forget_requests", "requests_in", "topic_words"]
+__all__ = ["ForgetRequest", "asks_to_forget", "forget_requests", "requests_in", "topic_words"]
 
 
 @dataclass(frozen=True)
@@ -50,6 +50,16 @@ def points_back(text: str, forget_words: frozenset[str]) -> bool:
     if _POINTER.search(text) or _THAT_ALONE.search(text):
         return topic <= 3
     return bool(_THAT.search(text)) and topic <= 1
+
+
+def asks_to_forget(reading: Reading, *, likely: float = 0.5, sure: float = 0.8) -> bool:
+    """Whether the heads read a statement as a forget request: the intent head says so
+    with ``sure`` probability, or with ``likely`` probability when the kind head finds
+    nothing in it to remember (what says something of its own, "thinking about maybe
+    moving off Heroku, nothing decided", is not a request unless plainly one)."""
+    if reading.intent != "forget":
+        return False
+    return reading.intent_p >= sure or (reading.intent_p >= likely and not reading.worth)
 
 
 def forget_requests(reader: Reader, text: str, *, role: str = "user") -> list[ForgetRequest]:
@@ -80,7 +90,7 @@ def requests_in(pieces: Sequence[Unit], readings: Sequence[Reading],
     """The forget requests among a turn's units, given the heads' reading of each."""
     out: list[ForgetRequest] = []
     for i, reading in enumerate(readings):
-        if reading.intent != "forget":
+        if not asks_to_forget(reading):
             continue
         if out and out[-1].spans[-1] == i - 1:  # one request said in two sentences
             last = out.pop()
