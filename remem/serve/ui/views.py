@@ -12,8 +12,8 @@ from fastapi import APIRouter, Request
 from fastapi.responses import Response
 
 from ..._inputs import parse_time
-from ...memory import Memory
 from ...errors import ValidationError
+from ...memory import Memory
 from ...model import EPISODE_KINDS, MemoryItem
 from ..auth import Principal
 from .base import Console, ScopeFilter
