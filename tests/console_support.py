@@ -49,9 +49,9 @@ def _checks(session: str) -> list[dict[str, object]]:
 
 def build(folder: Path, env: dict[str, str]) -> Scenario:
     """Alice's project ``web``: a deploy command superseded on 20 May, a fact said in the
-    middle of a three-turn session, conventions, a pitfall, a preference to correct, a held instruction, a procedure of checks that became
-    a skill candidate; Bob's project; and one session start answered by the Claude Code
-    hook."""
+    middle of a three-turn session, conventions, a pitfall, a preference to correct, a held
+    instruction, a procedure of checks that became a skill candidate; Bob's project; and
+    one session start answered by the Claude Code hook."""
     db = folder / "console.db"
     with Memory(db, config=HASH) as m:
         m.add("We deploy the web app with make ship", timestamp="2026-05-01T10:00:00Z",
