@@ -15,7 +15,8 @@ from .plots import MISSING, Plot
 __all__ = ["render_html", "write_html"]
 
 _STYLE = """body{font:15px/1.45 system-ui,sans-serif;max-width:1100px;margin:2em auto;padding:0 1em}
-table{border-collapse:collapse;margin:.6em 0 1.2em}td,th{border:1px solid #ccc;padding:.25em .6em}
+table{border-collapse:collapse;margin:.6em 0 1.2em;display:block;overflow-x:auto}
+td,th{border:1px solid #ccc;padding:.25em .6em}
 th{background:#f3f3f3}td{text-align:right}td:first-child{text-align:left}
 figure{display:inline-block;margin:.5em 1em 1em 0}figcaption{color:#555;font-size:90%}
 code{background:#f3f3f3;padding:0 .2em}.note{color:#a40}"""
