@@ -113,6 +113,21 @@ def test_forget_in_ordinary_words_hides_the_memory_and_the_turn(mem: Memory) -> 
     assert any("emoji" in m.text for m in forgotten)
 
 
+def test_an_update_replaces_what_names_the_same_thing_not_what_is_only_near(mem: Memory) -> None:
+    say(mem, "the reporting job runs on Ruby 3.1, so no pattern matching tricks from 3.3",
+        "s1", "2026-03-01T10:00:00")
+    mem.add([{"role": "user", "content": "why is this spec flaky?"},
+             {"role": "assistant", "content": "It depends on hash ordering from a fixture; I sorted the keys."}],
+            session_id="s2", timestamp="2026-03-02T10:00:00", **API)  # type: ignore[arg-type]
+    assert mem.flush(timeout=60)
+    say(mem, "bumped the reporting job to Ruby 3.3 across all workers, go ahead", "s3",
+        "2026-03-05T10:00:00")
+    old = [m for m in mem.list(**API, include_inactive=True) if "3.1" in m.text]
+    assert old and all(m.status == "superseded" for m in old)
+    assert not [m for m in mem.list(**API, include_inactive=True)
+                if "ordering" in m.text and m.status == "superseded"]
+
+
 def test_part_of_a_memory_is_kept_only_when_the_user_asks_to_keep_it(mem: Memory) -> None:
     say(mem, "The customer for this repo is Halvorsen Shipping and the backend is Django on Postgres.",
         "s1", "2026-03-01T10:00:00")

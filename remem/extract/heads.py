@@ -164,8 +164,10 @@ class Reading:
 class Heads:
     """The trained heads, loaded from an ``.npz`` of weight matrices and biases."""
 
-    #: A statement is kept unless the kind head gives "none" at least this probability.
+    #: A statement is kept unless the kind head gives "none" at least this probability,
     none_above = 0.6
+    #: or this many times the probability of the likeliest kind worth keeping.
+    none_over = 1.5
 
     def __init__(self, arrays: dict[str, Any]) -> None:
         self._w = {k: np.asarray(v, dtype=np.float32) for k, v in arrays.items()
@@ -196,7 +198,7 @@ class Heads:
         out = []
         for k, i, lv, t in zip(kp, ip, lp, tp, strict=False):
             best = 1 + int(k[1:].argmax())  # the likeliest kind worth keeping
-            kind = best if k[0] < self.none_above else 0
+            kind = best if k[0] < self.none_above and k[0] < self.none_over * k[best] else 0
             out.append(Reading(KIND_LABELS[kind], float(k[kind]),
                                INTENTS[int(i.argmax())], float(i.max()),
                                LEVELS[int(lv.argmax())], float(lv.max()), i, float(k[0]), k,

@@ -163,8 +163,9 @@ class RulesExtractor:
             return None
         if kind == "event" and event_time is None:
             event_time = when
-        # a rule about the work holds for the user everywhere only when said so plainly
-        sure = 0.65 if kind in _PERSONAL else 0.8
+        # what is about the person holds everywhere when the head reads it so at all; a rule
+        # about the work holds for the user everywhere only when said so plainly
+        sure = 0.0 if kind in _PERSONAL else 0.8
         level = "user" if r.level == "user" and r.level_p >= sure and not ep.is_agent else "project"
         if level == "user" or kind in _PERSONAL:
             subject = ep.speaker

@@ -28,6 +28,8 @@ from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any
 
+import numpy as np
+
 from ..config import AgentConfig
 from ..embed import Embedder
 from ..extract.heads import Reader
@@ -327,7 +329,7 @@ class MemoryAgent:
         stems = _stems(topic)
         gone: list[str] = []
         for t in targets:  # best first: what the clearest target loses guides the others
-            gone += self._touched(clauses(t.text), topic, request, gone)
+            gone += self._touched(clauses(t.text), topic, request, gone, keeps)
         episodes = {t.id for t in targets if t.is_episode} | {s for t in targets for s in t.sources}
         episodes.discard(said_in.id)  # it may say other things worth keeping: decided below
         # what the memories derived from those turns say about the topic goes too
@@ -372,15 +374,19 @@ class MemoryAgent:
         return changed
 
     def _touched(self, parts: list[str], topic: set[str], request: str,
-                 gone: Sequence[str]) -> list[str]:
+                 gone: Sequence[str], keeps: Sequence[str] = ()) -> list[str]:
         """The clauses a forget request is about: those sharing its topic words or
-        restating a clause already forgotten, else the nearest in meaning."""
+        restating a clause already forgotten, else the nearest in meaning to the request
+        and not to what the user keeps."""
         if len(parts) <= 1:
             return parts
         said = {w for c in gone for w in content_words(c) if _telling(w)}
         touched = [c for c in parts if topic & content_words(c) or _restates(said, c)]
         if not touched:
-            touched = [parts[int(self.reader.similarity(parts, request).argmax())]]
+            near = self.reader.similarity(parts, request)
+            for kept in keeps:
+                near = near - np.maximum(0.0, self.reader.similarity(parts, kept) - near.mean())
+            touched = [parts[int(near.argmax())]]
         # a bare value ("13812345678") goes with the clause it follows
         return [c for i, c in enumerate(parts) if c in touched
                 or (_bare(c) and i > 0 and parts[i - 1] in touched)]

@@ -21,8 +21,8 @@ from .similarity import content_words
 
 __all__ = ["Relation", "family", "forget_targets", "relate", "stems"]
 
-_SUPERSEDE, _SAME, _FORGET, _KEEP = (PAIR_LABELS.index(x) for x in
-                                     ("supersede", "same", "forget", "keep"))
+_SUPERSEDE, _SAME, _COMPATIBLE, _FORGET, _KEEP = (PAIR_LABELS.index(x) for x in
+                                                  ("supersede", "same", "compatible", "forget", "keep"))
 _UPDATE, _CORRECTION = INTENTS.index("update"), INTENTS.index("correction")
 
 #: Kinds that never replace or get replaced: what happened stays what happened, and a
@@ -50,7 +50,7 @@ class Relation:
 
 
 def relate(reader: Reader, text: str, known: Sequence[MemoryItem], *, nearest: int = 6,
-           min_similarity: float = 0.78, min_p: float = 0.5, sure_p: float = 0.9,
+           min_similarity: float = 0.78, min_p: float = 0.5, sure_p: float = 0.9, named_p: float = 0.7,
            sure_similarity: float = 0.85, same_similarity: float = 0.93,
            change: bool = False) -> list[Relation]:
     """The known memories the statement replaces or repeats, strongest first; empty when
@@ -59,8 +59,9 @@ def relate(reader: Reader, text: str, known: Sequence[MemoryItem], *, nearest: i
 
     A supersession needs the pair head's ``min_p`` when the statement is worded as a
     change (``change``, or the intent head reads an update or a correction), and
-    otherwise ``sure_p`` for a memory at least ``sure_similarity`` near in meaning; below
-    that nearness, the two must also share a word (a name, a tool, a thing)."""
+    otherwise, for a memory at least ``sure_similarity`` near in meaning, ``sure_p``, or
+    ``named_p`` when the two share a word (a name, a tool, a thing). Below that nearness,
+    the two must share a word in any case."""
     if not known:
         return []
     sims = reader.similarity([m.text for m in known], text)
@@ -70,19 +71,32 @@ def relate(reader: Reader, text: str, known: Sequence[MemoryItem], *, nearest: i
     probs_new = reader.read([text], ["user"])[0].intent_probs
     probs = reader.relate([known[i].text for i in order], text, probs_new)
     # worded as a change ("upgraded", "不对", "no longer"), or a pair the head is sure of
-    changes = change or float(probs_new[_UPDATE] + probs_new[_CORRECTION]) >= 0.3
+    said_change = float(probs_new[_UPDATE] + probs_new[_CORRECTION])
+    changes = change or said_change >= 0.3
     found: list[Relation] = []
-    for row, i in zip(probs, order, strict=False):
+    for n, (row, i) in enumerate(zip(probs, order, strict=False)):
         label = int(row.argmax())
-        if label == _SUPERSEDE and not changes and (row[label] < sure_p or sims[i] < sure_similarity):
+        if (label == _COMPATIBLE and n == 0 and (change or said_change >= 0.5)
+                and sims[i] >= sure_similarity and _shares(known[i].text, text)):
+            # said as a change ("auth has a new owner"), the nearest memory about the same
+            # thing is what changed, though the pair head reads the two as compatible
+            label, row = _SUPERSEDE, row.copy()
+            row[_SUPERSEDE] += row[_COMPATIBLE]
+        if label == _SUPERSEDE and not changes and sims[i] < sure_similarity:
             continue
+        if label == _SUPERSEDE and not changes and row[label] < sure_p and not (
+                row[label] >= named_p and _shares(known[i].text, text)):
+            continue  # not worded as a change: the head must be sure, or both name the thing
         if label == _SUPERSEDE and sims[i] < sure_similarity and not _shares(known[i].text, text):
             continue  # a change of something else entirely ("moved to pnpm" vs the staging host)
         if label == _SAME and (sims[i] < same_similarity or row[label] < 0.6):
             continue  # saying the same thing needs near-identical meaning
         if label in (_SUPERSEDE, _SAME) and row[label] >= min_p:
             found.append(Relation(PAIR_LABELS[label], known[i], float(row[label]), float(sims[i])))
-    return sorted(found, key=lambda r: -r.p * r.similarity)
+    # what names the same thing outranks what is only near in meaning: "bumped the runtime
+    # to Python 3.12" replaces "the etl runs on Python 3.10", not a note about a flaky test
+    sharing = [r for r in found if _shares(r.memory.text, text)]
+    return sorted(sharing or found, key=lambda r: -r.p * r.similarity)
 
 
 #: Words the memory agent itself writes in for the speaker: shared, they say nothing.

@@ -16,7 +16,7 @@ from typing import Any
 from ..errors import JobNotFoundError, LeaseLostError, NotFoundError, ValidationError
 from ..model import JobInfo, MemoryItem, Scope
 from .base import Job
-from .policy import HEAT_DECAY, REVIEW_NOTE
+from .policy import HEAT_DECAY, REVIEW_NOTE, best_topic
 from .rows import JOB_COLUMNS as _JOB_COLUMNS
 from .rows import KEY_COLUMNS, TopicRow
 from .rows import job_info as _job_info
@@ -339,18 +339,9 @@ class DerivedOps:
         if not terms:
             return []
         where, params = _scope_where(scope, "t")
-        words = set(terms)
-        best, best_score = None, 0.0
-        for rowid, label, keywords in self.conn.execute(
-                f"SELECT t.rowid, t.label, t.keywords FROM topics t WHERE {where} AND NOT EXISTS "
-                f"(SELECT 1 FROM topics c WHERE c.parent = t.rowid)", params):
-            counts = json.loads(keywords)
-            hit = [w for w in words if w in counts]
-            named = any(w in label.split(" · ") for w in hit)
-            if len(hit) >= 2 or named:
-                score = len(hit) + sum(counts[w] for w in hit) / (sum(counts.values()) or 1)
-                if score > best_score:
-                    best, best_score = rowid, score
+        best = best_topic(self.conn.execute(
+            f"SELECT t.rowid, t.label, t.keywords FROM topics t WHERE {where} AND NOT EXISTS "
+            f"(SELECT 1 FROM topics c WHERE c.parent = t.rowid)", params), terms)
         if best is None:
             return []
         fwhere, fparams = filters_sql(filters)

@@ -14,9 +14,10 @@ from collections.abc import Sequence
 from datetime import datetime, timezone
 from typing import Any
 
-from ..errors import NotFoundError, ValidationError
+from ..errors import NotFoundError
 from ..model import HeedRate, Injected, Injection, Scope
 from .base import NewInjection
+from .policy import page_before
 
 __all__ = ["InjectionOps"]
 
@@ -28,14 +29,6 @@ def _where(scope: Scope, alias: str = "i") -> tuple[str, list[Any]]:
     from .sqlite import scope_sql
 
     return scope_sql(scope.model_copy(update={"nested": False}), alias)
-
-
-def _cursor(cursor: str | None) -> int:
-    if cursor is None:
-        return 2**63 - 1
-    if not (cursor.isascii() and cursor.isdigit()) or len(cursor) > 19 or int(cursor) > 2**63 - 1:
-        raise ValidationError("cursor", f"{cursor!r} is not a cursor from a previous page")
-    return int(cursor)
 
 
 class InjectionOps:
@@ -105,7 +98,7 @@ class InjectionOps:
             params.append(door)
         rows = self.conn.execute(
             f"SELECT {_COLUMNS} FROM injections i WHERE {where} AND i.rowid < ? "
-            f"ORDER BY i.rowid DESC LIMIT ?", [*params, _cursor(cursor), limit + 1]).fetchall()
+            f"ORDER BY i.rowid DESC LIMIT ?", [*params, page_before(cursor), limit + 1]).fetchall()
         more = len(rows) > limit
         rows = rows[:limit]
         return self._injections(rows), str(rows[-1][0]) if more else None

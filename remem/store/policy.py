@@ -3,9 +3,13 @@ how working memory cools, which job keys are given back when a job starts."""
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable
+import json
+from collections.abc import Callable, Iterable, Sequence
 
-__all__ = ["COALESCE_PREFIX", "HEAT_DECAY", "REVIEW_NOTE", "purge_closure"]
+from ..errors import ValidationError
+
+__all__ = ["COALESCE_PREFIX", "HEAT_DECAY", "REVIEW_NOTE", "best_topic", "page_before",
+           "purge_closure"]
 
 #: Each warming of a session's working memory first multiplies every heat by this.
 HEAT_DECAY = 0.8
@@ -27,3 +31,28 @@ def purge_closure(start: int, derived_of: Callable[[int], Iterable[int]]) -> lis
         doomed[rowid] = None
         todo += derived_of(rowid)
     return list(doomed)
+
+
+def page_before(cursor: str | None) -> int:
+    """The rowid a page starts below: a cursor from a previous page, checked."""
+    if cursor is None:
+        return 2**63 - 1
+    if not (cursor.isascii() and cursor.isdigit()) or len(cursor) > 19 or int(cursor) > 2**63 - 1:
+        raise ValidationError("cursor", f"{cursor!r} is not a cursor from a previous page")
+    return int(cursor)
+
+
+def best_topic(leaves: Iterable[tuple[int, str, str]], terms: Sequence[str]) -> int | None:
+    """Among leaf topics (rowid, label, keyword counts as JSON), the one a query's terms
+    name best: two of its keywords, or one that is in its label."""
+    words = set(terms)
+    best, best_score = None, 0.0
+    for rowid, label, keywords in leaves:
+        counts = json.loads(keywords)
+        hit = [w for w in words if w in counts]
+        named = any(w in label.split(" · ") for w in hit)
+        if len(hit) >= 2 or named:
+            score = len(hit) + sum(counts[w] for w in hit) / (sum(counts.values()) or 1)
+            if score > best_score:
+                best, best_score = rowid, score
+    return best

@@ -37,7 +37,7 @@ from .base import Filters, Job, NewMemory, Transaction
 from .clauses import filters_sql, scope_sql
 from .derived import DerivedOps
 from .injections import InjectionOps
-from .policy import COALESCE_PREFIX, purge_closure
+from .policy import COALESCE_PREFIX, page_before, purge_closure
 from .rows import COLUMNS as _COLUMNS
 from .rows import dt as _dt
 from .rows import row_to_item as _row_to_item
@@ -546,12 +546,7 @@ class SQLiteStore(DerivedOps, InjectionOps, SQLiteCopy):
     def page(self, scope: Scope, filters: Filters, limit: int, cursor: str | None) -> Page:
         where, params = scope_sql(scope)
         fwhere, fparams = filters_sql(filters)
-        before = 2**63 - 1
-        if cursor is not None:
-            if not (cursor.isascii() and cursor.isdigit()) or len(cursor) > 19 \
-                    or int(cursor) > 2**63 - 1:
-                raise ValidationError("cursor", f"{cursor!r} is not a cursor from a previous page")
-            before = int(cursor)
+        before = page_before(cursor)
         rows = self.conn.execute(
             f"SELECT {_COLUMNS} FROM memories m WHERE {where} AND {fwhere} AND m.rowid < ? "
             f"ORDER BY m.rowid DESC LIMIT ?",

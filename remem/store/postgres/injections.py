@@ -8,10 +8,11 @@ from collections.abc import Sequence
 from datetime import datetime, timezone
 from typing import Any
 
-from ...errors import NotFoundError, ValidationError
+from ...errors import NotFoundError
 from ...model import HeedRate, Injected, Injection, Scope
 from ..base import NewInjection
 from ..clauses import scope_sql
+from ..policy import page_before
 
 __all__ = ["PostgresInjections"]
 
@@ -21,14 +22,6 @@ _COLUMNS = ("i.rowid, i.id, i.at, i.door, i.org_id, i.user_id, i.agent_id, i.pro
 
 def _where(scope: Scope, alias: str = "i") -> tuple[str, list[Any]]:
     return scope_sql(scope.model_copy(update={"nested": False}), alias, mark="%s")
-
-
-def _cursor(cursor: str | None) -> int:
-    if cursor is None:
-        return 2**63 - 1
-    if not (cursor.isascii() and cursor.isdigit()) or len(cursor) > 19 or int(cursor) > 2**63 - 1:
-        raise ValidationError("cursor", f"{cursor!r} is not a cursor from a previous page")
-    return int(cursor)
 
 
 class PostgresInjections:
@@ -92,7 +85,7 @@ class PostgresInjections:
             where += " AND i.door = %s"
             params.append(door)
         rows = self._all(f"SELECT {_COLUMNS} FROM injections i WHERE {where} AND i.rowid < %s "
-                         f"ORDER BY i.rowid DESC LIMIT %s", [*params, _cursor(cursor), limit + 1])
+                         f"ORDER BY i.rowid DESC LIMIT %s", [*params, page_before(cursor), limit + 1])
         more = len(rows) > limit
         rows = rows[:limit]
         return self._injections(rows), str(rows[-1][0]) if more else None

@@ -16,7 +16,7 @@ from ...errors import JobNotFoundError, LeaseLostError, NotFoundError, Validatio
 from ...model import JobInfo, MemoryItem, Scope
 from ..base import Filters, Job
 from ..clauses import filters_sql, scope_sql
-from ..policy import HEAT_DECAY, REVIEW_NOTE
+from ..policy import HEAT_DECAY, REVIEW_NOTE, best_topic
 from ..rows import COLUMNS, JOB_COLUMNS, KEY_COLUMNS, TopicRow, job_info
 
 __all__ = ["PostgresOps"]
@@ -293,19 +293,10 @@ class PostgresOps:
         if not terms:
             return []
         where, params = _shared(scope, "t")
-        words = set(terms)
-        best, best_score = None, 0.0
-        for rowid, label, keywords in self._all(
-                f"SELECT t.rowid, t.label, t.keywords FROM topics t WHERE {where} AND NOT EXISTS "
-                f"(SELECT 1 FROM topics c WHERE c.org_id = t.org_id AND c.parent = t.rowid) "
-                f"ORDER BY t.rowid", params):
-            counts = json.loads(keywords)
-            hit = [w for w in words if w in counts]
-            named = any(w in label.split(" · ") for w in hit)
-            if len(hit) >= 2 or named:
-                score = len(hit) + sum(counts[w] for w in hit) / (sum(counts.values()) or 1)
-                if score > best_score:
-                    best, best_score = rowid, score
+        best = best_topic(self._all(
+            f"SELECT t.rowid, t.label, t.keywords FROM topics t WHERE {where} AND NOT EXISTS "
+            f"(SELECT 1 FROM topics c WHERE c.org_id = t.org_id AND c.parent = t.rowid) "
+            f"ORDER BY t.rowid", params), terms)
         if best is None:
             return []
         fwhere, fparams = filters_sql(filters, mark=M)

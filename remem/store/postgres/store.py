@@ -38,7 +38,7 @@ from ...model import HistoryEntry, MemoryItem, Page, Scope, Source
 from ...text import estimate_tokens, segment
 from ..base import Filters, Job, NewMemory, Transaction
 from ..clauses import filters_sql, scope_sql
-from ..policy import COALESCE_PREFIX, purge_closure
+from ..policy import COALESCE_PREFIX, page_before, purge_closure
 from ..rows import COLUMNS, dt, row_to_item
 from .copy import PostgresCopy
 from .injections import PostgresInjections
@@ -479,12 +479,7 @@ class PostgresStore(PostgresOps, PostgresInjections, PostgresCopy):
     def page(self, scope: Scope, filters: Filters, limit: int, cursor: str | None) -> Page:
         where, params = _scope(scope)
         fwhere, fparams = _filters(filters)
-        before = 2**63 - 1
-        if cursor is not None:
-            if not (cursor.isascii() and cursor.isdigit()) or len(cursor) > 19 \
-                    or int(cursor) > 2**63 - 1:
-                raise ValidationError("cursor", f"{cursor!r} is not a cursor from a previous page")
-            before = int(cursor)
+        before = page_before(cursor)
         rows = self._all(
             f"SELECT {COLUMNS} FROM memories m WHERE {where} AND {fwhere} AND m.rowid < %s "
             f"ORDER BY m.rowid DESC LIMIT %s", [*params, *fparams, before, limit + 1])
