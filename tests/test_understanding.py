@@ -117,7 +117,8 @@ def test_an_update_replaces_what_names_the_same_thing_not_what_is_only_near(mem:
     say(mem, "the reporting job runs on Ruby 3.1, so no pattern matching tricks from 3.3",
         "s1", "2026-03-01T10:00:00")
     mem.add([{"role": "user", "content": "why is this spec flaky?"},
-             {"role": "assistant", "content": "It depends on hash ordering from a fixture; I sorted the keys."}],
+             {"role": "assistant",
+              "content": "It depends on hash ordering from a fixture; I sorted the keys."}],
             session_id="s2", timestamp="2026-03-02T10:00:00", **API)  # type: ignore[arg-type]
     assert mem.flush(timeout=60)
     say(mem, "bumped the reporting job to Ruby 3.3 across all workers, go ahead", "s3",
