@@ -639,6 +639,28 @@ class Memory:
         return [Link(type=t, direction=d, weight=w, memory=others[o])  # type: ignore[arg-type]
                 for o, t, d, w in edges if o in others]
 
+    def around(self, memory_id: str, *, window: int = 1, org_id: str | None = None,
+               user_id: str | None = None, project: str | None = None,
+               agent_id: str | None = None) -> tuple[builtins.list[MemoryItem], builtins.list[MemoryItem]]:
+        """The turns of the same session just before and just after an episode (up to
+        ``window`` each side, in session order), inside the scope; empty for a memory
+        that is not a turn of a session."""
+        self._check_open()
+        if window < 0:
+            raise ValidationError("window", f"must be 0 or more, got {window}")
+        scope = parse_scope(org_id=org_id, user_id=user_id, agent_id=agent_id, project=project,
+                            nested=True)
+        item = self.store.get(memory_id, scope)
+        if not item.is_episode or not item.session_id or window == 0:
+            return [], []
+        rowid = self.store.rowids([item.id])[item.id]
+        pairs = self.store.neighbors([rowid], window, scope,
+                                     Filters(include_episodes=True, statuses=_STATUSES))
+        found = self.store.get_rows([n for n, _ in pairs])
+        before = [found[n] for n, _ in sorted(pairs) if n < rowid and n in found]
+        after = [found[n] for n, _ in sorted(pairs) if n > rowid and n in found]
+        return before, after
+
     def flagged(self, *, org_id: str | None = None, user_id: str | None = None,
                 agent_id: str | None = None, project: str | None = None,
                 limit: int = 100) -> builtins.list[MemoryItem]:
@@ -985,6 +1007,22 @@ class Memory:
         check_label(org_id, "org_id")
         with self.store.transaction():
             return decay(self.store, self.config.agent, at, org_id)
+
+    def strength(self, memory_id: str, *, now: str | datetime | None = None,
+                 org_id: str | None = None, user_id: str | None = None,
+                 project: str | None = None, agent_id: str | None = None) -> float:
+        """How strong a memory is at ``now`` (default: the present): 1.0 when new or just
+        used, halving every half-life of its kind unused, higher with use and maturity.
+        Under ``config.agent.archive_below`` the nightly decay archives it (unless pinned)."""
+        self._check_open()
+        from .organize.strength import strength
+
+        at = parse_time(now, "now")
+        item = self.get(memory_id, org_id=org_id, user_id=user_id, project=project,
+                        agent_id=agent_id)
+        uses, used_at = self.store.use_stats([item.id]).get(item.id, (0, None))
+        return strength(item, uses, used_at, time.time() if at is None else at,
+                        self.config.agent.half_life_days)
 
     # --- jobs -------------------------------------------------------------------------
 

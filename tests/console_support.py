@@ -48,16 +48,20 @@ def _checks(session: str) -> list[dict[str, object]]:
 
 
 def build(folder: Path, env: dict[str, str]) -> Scenario:
-    """Alice's project ``web``: a deploy command superseded on 20 May, conventions, a
-    pitfall, a preference to correct, a held instruction, a procedure of checks that became
-    a skill candidate; Bob's project; and one session start answered by the Claude Code
-    hook."""
+    """Alice's project ``web``: a deploy command superseded on 20 May, a fact said in the
+    middle of a three-turn session, conventions, a pitfall, a preference to correct, a held
+    instruction, a procedure of checks that became a skill candidate; Bob's project; and
+    one session start answered by the Claude Code hook."""
     db = folder / "console.db"
     with Memory(db, config=HASH) as m:
         m.add("We deploy the web app with make ship", timestamp="2026-05-01T10:00:00Z",
               user_id="alice", project="web", session_id="s-may")
         m.add("From now on we deploy the web app with fly deploy instead of make ship",
               timestamp="2026-05-20T10:00:00Z", user_id="alice", project="web", session_id="s-may2")
+        m.add([{"role": "user", "content": "Can you look at the flaky login test?"},
+               {"role": "user", "content": "Our staging database runs Postgres 16 on port 5433"},
+               {"role": "assistant", "content": "Thanks, I will point the test at port 5433."}],
+              timestamp="2026-05-10T10:00:00Z", user_id="alice", project="web", session_id="s-db")
         ids = {
             "pnpm": m.remember("Always use pnpm, never npm", kind="convention", user_id="alice",
                                project="web").id,
@@ -76,9 +80,11 @@ def build(folder: Path, env: dict[str, str]) -> Scenario:
         (skill,) = m.skills(user_id="alice", project="web", status="candidate")
         ids["skill"] = skill.id
         for item in m.list(user_id="alice", project="web", include_inactive=True, limit=100):
+            if "staging database" in item.text and not item.is_episode:
+                ids["staging"] = item.id
             if "make ship" in item.text and not item.is_episode:
                 ids["make_ship" if item.status == "superseded" else "fly"] = item.id
-    assert {"make_ship", "fly"} <= set(ids), ids
+    assert {"make_ship", "fly", "staging"} <= set(ids), ids
     root = folder / "web"
     (root / ".git").mkdir(parents=True, exist_ok=True)
     payload = {"session_id": HOOK_SESSION, "cwd": str(root), "hook_event_name": "SessionStart",

@@ -4,6 +4,7 @@ against a stand-in OpenAI-compatible server on 127.0.0.1."""
 
 from __future__ import annotations
 
+import base64
 import json
 import re
 import sys
@@ -280,3 +281,39 @@ def test_llm_endpoint_failure_is_recorded(locomo_file: Path) -> None:
     results = run("locomo", locomo_file, ["bm25"], progress=False, llm=settings)
     assert "LLMError" in results["systems"]["bm25"]["llm"]["error"]
     assert results["systems"]["bm25"]["recall@10"] > 0
+
+
+def _embedded_pngs(page: str) -> list[bytes]:
+    return [base64.b64decode(b) for b in re.findall(r'src="data:image/png;base64,([^"]+)"', page)]
+
+
+def test_cli_run_writes_an_html_report_with_its_plots_inside(locomo_file: Path,
+                                                            tmp_path: Path) -> None:
+    out, page = tmp_path / "res" / "results.json", tmp_path / "pages" / "report.html"
+    res = CliRunner().invoke(app, ["bench", "run", "--dataset", "locomo", "--data",
+                                   str(locomo_file), "--systems", "bm25,full-context",
+                                   "--out", str(out), "--html", str(page), "--no-progress"])
+    assert res.exit_code == 0, res.output
+    text = page.read_text()
+    for caption in ("Recall@k, locomo", "Recall within a token budget", "Search latency per query",
+                    "Recall@10 per category"):
+        assert f"<figcaption>{caption}" in text, caption
+    images = _embedded_pngs(text)
+    assert len(images) == 4 and all(png.startswith(b"\x89PNG\r\n\x1a\n") for png in images)
+    assert "<td>bm25</td>" in text and "<th>recall@1000tokens</th>" in text
+    assert not re.search(r'(src|href)="(https?:)?//', text)  # nothing fetched when opened
+    # without --html the page goes beside the results, as the Markdown report does
+    build_report(out)
+    assert len(_embedded_pngs(out.with_suffix(".html").read_text())) == 4
+
+
+def test_cli_html_without_matplotlib_says_how_to_get_it(locomo_file: Path, tmp_path: Path,
+                                                        monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setitem(sys.modules, "matplotlib", None)
+    page = tmp_path / "report.html"
+    res = CliRunner().invoke(app, ["bench", "run", "--dataset", "locomo", "--data",
+                                   str(locomo_file), "--systems", "bm25", "--out",
+                                   str(tmp_path / "r.json"), "--html", str(page), "--no-progress"])
+    assert res.exit_code == 1
+    assert "pip install 'remem[bench]'" in res.output and "--html" in res.output
+    assert not page.exists() and not (tmp_path / "r.json").exists()  # refused before any work

@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
+import base64
 import json
+import re
 from pathlib import Path
 
 from typer.testing import CliRunner
@@ -29,3 +31,18 @@ def test_the_command_probes_each_scenario_and_reports_by_category_and_language()
     assert data["headline"]["leaks"] == 0
     assert data["figures"]["category:stack"]["start"] == 1.0
     assert data["headline"]["updates_superseded"] == 1.0
+
+
+def test_the_command_writes_an_html_report_with_pass_rate_plots(tmp_path: Path) -> None:
+    page = tmp_path / "scenarios.html"
+    result = CliRunner().invoke(app, ["bench", "scenarios", "--data", str(SMALL), "--html",
+                                      str(page), "--no-progress", "--json"])
+    assert result.exit_code == 0, result.output
+    text = page.read_text()
+    images = re.findall(r'src="data:image/png;base64,([^"]+)"', text)
+    assert len(images) == 2
+    assert all(base64.b64decode(i).startswith(b"\x89PNG") for i in images)
+    assert "<figcaption>Pass rate per category" in text
+    assert "<figcaption>Pass rate per language" in text
+    assert "<td>category:update</td>" in text and "<td>updates_superseded</td>" in text
+    assert not re.search(r'(src|href)="(https?:)?//', text)

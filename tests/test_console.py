@@ -170,19 +170,67 @@ def test_the_as_of_slider_brings_back_what_was_known_before_a_supersession(
         page: object, scenario: Scenario) -> None:
     expect = playwright_api.expect
     page.goto("/ui/timeline")
-    table = page.locator("table.timeline")
-    expect(table).to_contain_text("fly deploy")
-    expect(table).not_to_contain_text("We deploy the web app with make ship")
+    known = page.locator("table.timeline tr.memory td.text > a")  # the memories, not the turns
+    expect(known.filter(has_text="fly deploy")).to_have_count(1)
+    expect(known.filter(has_text="We deploy the web app with make ship")).to_have_count(0)
     slider = page.locator("#as-of-step")
     slider.focus()
     slider.press("Home")  # the first change: 1 May
     expect(page.locator("#as-of-label")).to_contain_text("2026-05-01")
-    expect(table).to_contain_text("We deploy the web app with make ship")
-    expect(table).not_to_contain_text("fly deploy")
+    expect(known.filter(has_text="We deploy the web app with make ship")).to_have_count(1)
+    expect(known.filter(has_text="fly deploy")).to_have_count(0)
     shot(page, "timeline")
     slider.press("End")
     expect(page.locator("#as-of-label")).to_have_text("now")
-    expect(table).not_to_contain_text("We deploy the web app with make ship")
+    expect(known.filter(has_text="We deploy the web app with make ship")).to_have_count(0)
+
+
+def test_the_timeline_shows_turns_in_event_time_and_each_supersession(page: object,
+                                                                     scenario: Scenario) -> None:
+    expect = playwright_api.expect
+    page.goto("/ui/timeline")
+    turns = page.locator("table.timeline tr.episode")
+    said = ["From now on we deploy the web app with fly deploy",  # 20 May, then 10 May, then 1 May
+            "Our staging database runs Postgres 16", "We deploy the web app with make ship"]
+    order = [turns.filter(has_text=text).first for text in said]
+    for row in order:
+        expect(row).to_be_visible()
+    positions = [turns.evaluate_all("(rs, t) => rs.findIndex(r => r.textContent.includes(t))", text)
+                 for text in said]
+    assert positions == sorted(positions), positions  # latest first
+    fly = page.locator(f"tr.memory[data-memory='{scenario.ids['fly']}']")
+    expect(fly.locator(".supersession.replaced")).to_contain_text("We deploy the web app with make ship")
+    page.locator("#as-of-step").focus()
+    page.locator("#as-of-step").press("Home")
+    expect(page.locator("#as-of-label")).to_contain_text("2026-05-01")
+    old = page.locator(f"tr.memory[data-memory='{scenario.ids['make_ship']}']")
+    expect(old.locator(".supersession.replaced-by")).to_contain_text("2026-05-20")
+    expect(turns.filter(has_text="fly deploy")).to_have_count(0)  # not said yet on 1 May
+    old.locator(".supersession.replaced-by a").click()
+    expect(page).to_have_url(re.compile(scenario.ids["fly"]))
+
+
+def test_a_memorys_page_shows_its_strength_and_its_source_turn_in_context(
+        page: object, scenario: Scenario) -> None:
+    expect = playwright_api.expect
+    page.goto(f"/ui/memories/{scenario.ids['staging']}")
+    expect(page.locator("#memory-strength")).to_contain_text("archived under 0.20")
+    with Memory(scenario.db, config=HASH) as m:
+        strength = m.strength(scenario.ids["staging"])
+    shown = float(page.locator("#memory-strength").inner_text().split()[0])
+    assert shown == pytest.approx(strength, abs=0.01)
+    source = page.locator("ol.sources > li.source")
+    expect(source).to_have_count(1)
+    said = [("user", "Can you look at the flaky login test?"),
+            ("user", "Our staging database runs Postgres 16 on port 5433"),
+            ("assistant", "Thanks, I will point the test at port 5433.")]
+    texts = source.locator(".turn").all_inner_texts()
+    assert len(texts) == 3 and all(f"{role}: {text}" in shown for shown, (role, text)
+                                   in zip(texts, said, strict=True)), texts
+    expect(source.locator(".turn.cited")).to_contain_text("Our staging database runs Postgres 16")
+    expect(source.locator(".turn.around")).to_have_count(2)
+    expect(source.locator(".session-link")).to_contain_text("s-db")
+    shot(page, "memory-sources")
 
 
 def test_following_a_supersedes_edge_opens_the_older_memory(page: object, scenario: Scenario) -> None:

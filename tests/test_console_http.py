@@ -146,3 +146,45 @@ def test_the_console_bench_reports_each_page_and_its_baseline() -> None:
     assert {"table, first page", "table, a later page (cursor)", "table, search box",
             "memory page"} <= set(result["pages"])
     assert all(v["p95_ms"] >= v["p50_ms"] > 0 for v in result["pages"].values())
+
+
+def _checks(session: str, *commands: str) -> list[dict[str, object]]:
+    task = "check the code before a commit"
+    return [{"type": "task_start", "task": task, "session_id": session},
+            *[{"type": "tool_call", "command": c, "exit_code": 0, "session_id": session}
+              for c in commands],
+            {"type": "task_end", "task": task, "outcome": "success", "session_id": session}]
+
+
+def test_a_memory_flagged_after_a_supersession_waits_in_the_inbox_until_settled(
+        tmp_path: Path) -> None:
+    with service(tmp_path / "m.db") as (memory, client):
+        for n in range(3):  # a procedure that worked three times: a skill derived from it
+            memory.add_events(_checks(f"c{n}", "make lint", "make typecheck"), user_id="alice",
+                              project="web")
+            memory.flush()
+        (skill,) = memory.skills(user_id="alice", project="web", status="candidate")
+        changed = memory.remember("We no longer run make lint before a commit; we run make check now",
+                                  kind="procedure", user_id="alice", project="web")
+        memory.flush()
+        (flagged,) = memory.flagged(user_id="alice", project="web")
+        assert flagged.id == skill.id  # the procedure it came from was superseded
+        (old,) = [i for i in memory.list(user_id="alice", project="web", statuses=["superseded"])
+                  if i.kind == "procedure"]
+        assert any(link.type == "supersedes" and link.memory.id == old.id
+                   for link in memory.links(changed.id, user_id="alice", project="web"))
+        inbox = client.get("/ui/review").text
+        rows = re.findall(r'<tr class="flagged">.*?</tr>', inbox, re.S)
+        assert len(rows) == 1 and "Skill: check the code before a commit" in rows[0]
+        assert f"derived from {old.id}, now superseded" in rows[0]
+        assert 'name="what" value="flag"' in rows[0]
+        done = client.post(f"/ui/review/{skill.id}", data={
+            "csrf": _csrf(client, "/ui/review"), "decision": "approve", "what": "flag"})
+        assert done.status_code == 303
+        kept = memory.get(skill.id)
+        # kept: still the active candidate it was, its flag cleared and the decision in its history
+        assert (kept.status, kept.metadata["reviewed"]) == ("active", "kept")
+        assert kept.metadata["skill_status"] == "candidate"
+        assert memory.history(skill.id)[-1].reason == "kept on review"
+        assert memory.flagged(user_id="alice", project="web") == []
+        assert '<tr class="flagged">' not in client.get("/ui/review").text

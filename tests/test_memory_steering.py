@@ -3,6 +3,7 @@ pin, the edges of a memory, listing by status and as of a time, flagged memories
 
 from __future__ import annotations
 
+from datetime import timedelta
 from pathlib import Path
 
 import pytest
@@ -73,3 +74,39 @@ def test_list_keeps_the_memories_of_one_maturity_subject_or_time(tmp_path: Path)
         assert len(m.list(since="2000-01-01", user_id="alice")) == 2
         with pytest.raises(ValidationError, match="maturity"):
             m.list(maturity="ripe")
+
+
+def test_strength_halves_each_half_life_unused_and_rises_with_use(tmp_path: Path) -> None:
+    with Memory(tmp_path / "m.db", config=HASH) as m:
+        item = m.remember("The staging host is db2.internal", kind="fact", user_id="alice")
+        m.flush()
+        half_life = m.config.agent.half_life_days["fact"]
+        start = m.get(item.id, user_id="alice").updated_at
+        fresh = m.strength(item.id, now=start, user_id="alice")
+        later = m.strength(item.id, now=start + timedelta(days=half_life), user_id="alice")
+        assert later == pytest.approx(fresh / 2)
+        m.used([item.id], user_id="alice")
+        assert m.strength(item.id, user_id="alice") > fresh  # used: younger and more used
+        with pytest.raises(NotFoundError):
+            m.strength(item.id, user_id="bob")
+
+
+def test_around_gives_the_turns_before_and_after_in_the_same_session(tmp_path: Path) -> None:
+    with Memory(tmp_path / "m.db", config=HASH) as m:
+        m.add(["Can you look at the flaky login test?", "The staging database runs on port 5433",
+               "Thanks, I will point the test at port 5433."], user_id="alice", session_id="s1")
+        m.add("Another session entirely", user_id="alice", session_id="s2")
+        m.flush()
+        turns = {t.text: t for t in m.list(user_id="alice", include_episodes=True, limit=20)
+                 if t.is_episode}
+        middle = turns["The staging database runs on port 5433"]
+        before, after = m.around(middle.id, user_id="alice")
+        assert [t.text for t in before] == ["Can you look at the flaky login test?"]
+        assert [t.text for t in after] == ["Thanks, I will point the test at port 5433."]
+        first = turns["Can you look at the flaky login test?"]
+        before, after = m.around(first.id, window=2, user_id="alice")
+        assert before == [] and [t.text for t in after] == [
+            "The staging database runs on port 5433", "Thanks, I will point the test at port 5433."]
+        assert m.around(turns["Another session entirely"].id, user_id="alice") == ([], [])
+        with pytest.raises(ValidationError, match="window"):
+            m.around(middle.id, window=-1, user_id="alice")

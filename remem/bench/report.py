@@ -1,5 +1,6 @@
-"""A Markdown report (and plots) from a results JSON file, so a report can be rebuilt
-from saved results: ``remem bench report results.json``."""
+"""Reports of benchmark results: Markdown (with PNG plots beside it) and a self-contained
+HTML page with the plots inside, from a results JSON file, so a report can be rebuilt from
+saved results (``remem bench report results.json``); and the same for a scenarios run."""
 
 from __future__ import annotations
 
@@ -7,7 +8,7 @@ import json
 from pathlib import Path
 from typing import Any
 
-__all__ = ["build_report", "render_markdown"]
+__all__ = ["build_report", "render_markdown", "render_scenarios_markdown", "scenarios_html"]
 
 _RETRIEVAL = ["recall@5", "recall@10", "recall@20", "recall_any@10", "recall_all@10",
               "ndcg@10", "session_recall@10", "session_recall_all@10",
@@ -109,16 +110,57 @@ def render_markdown(results: dict[str, Any], plots: list[str] | None = None,
     return "\n".join(out)
 
 
-def build_report(results_path: str | Path, *, plots: bool = True) -> Path:
-    """Write ``<name>.md`` (and ``<name>-*.png`` plots) beside ``results_path``."""
+def build_report(results_path: str | Path, *, plots: bool = True,
+                 html: str | Path | None = None) -> Path:
+    """Write ``<name>.md`` (and ``<name>-*.png`` plots) and ``html`` (default
+    ``<name>.html``) beside ``results_path``; returns the Markdown file."""
+    from .html import write_html
+    from .plots import MISSING, available, run_plots
+
     path = Path(results_path)
     results = json.loads(path.read_text())
-    files: list[str] = []
+    drawn = run_plots(results, path.stem) if plots else []
     note = None
-    if plots:
-        from .plots import draw
-
-        files, note = draw(results, path.parent, path.stem)
+    if plots and not drawn:
+        note = (f"No plots: {MISSING}." if not available()
+                else "No plots: no system produced results.")
+    for plot in drawn:
+        (path.parent / plot.name).write_bytes(plot.png)
+    text = render_markdown(results, [p.name for p in drawn], note)
     md = path.with_suffix(".md")
-    md.write_text(render_markdown(results, files, note))
+    md.write_text(text)
+    title = f"Retrieval benchmark: {results.get('dataset', {}).get('name', '?')}"
+    write_html(html if html is not None else path.with_suffix(".html"), title, text, drawn,
+               plot_note=note or ("Plots were not asked for." if not plots else None))
     return md
+
+
+def render_scenarios_markdown(result: dict[str, Any]) -> str:
+    """The report text of a ``remem bench scenarios`` result."""
+    out = [f"# Scenarios: {Path(str(result.get('data', '?'))).name}", "",
+           f"- Data: `{result.get('data')}`, {result.get('scenarios')} scenario(s)", ""]
+    out += ["## Headline", ""]
+    out += _table(["figure", "value"], [[k, v] for k, v in result.get("headline", {}).items()])
+    figures = result.get("figures", {})
+    checks = [c for c in ("start", "stale", "superseded", "forgotten", "leak", "precision")
+              if any(c in f for f in figures.values())]
+    out += ["## Pass rate per group", ""]
+    out += _table(["group", *checks, "n"],
+                  [[g, *[f.get(c) for c in checks], f.get("n")] for g, f in figures.items()])
+    failures = result.get("failures", [])
+    if failures:
+        out += ["## Failures", ""]
+        out += [f"- `{f.get('id')}`: {', '.join(f.get('failed', []))}" for f in failures] + [""]
+    return "\n".join(out)
+
+
+def scenarios_html(result: dict[str, Any], path: str | Path) -> Path:
+    """Write the HTML report of a ``remem bench scenarios`` result, its plots inside."""
+    from .html import write_html
+    from .plots import MISSING, available, scenario_plots
+
+    drawn = scenario_plots(result, Path(path).stem)
+    note = None if drawn else (f"No plots: {MISSING}." if not available()
+                               else "No plots: no scenario produced figures.")
+    return write_html(path, f"Scenarios: {Path(str(result.get('data', '?'))).name}",
+                      render_scenarios_markdown(result), drawn, plot_note=note)

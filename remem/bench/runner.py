@@ -65,10 +65,11 @@ def run(dataset: str, data: str | Path, systems: Sequence[str], *, limit: int | 
         whole_sessions: bool = False, depth: int = 100, context_k: int = 10,
         llm: LLMSettings | None = None, llm_transport: Any = None, progress: bool = True,
         embedder: Embedder | None = None, out: str | Path | None = None,
-        report: bool = True, plots: bool = True,
+        report: bool = True, plots: bool = True, html: str | Path | None = None,
         reporter: Callable[[str, int], Reporter] = Reporter) -> dict[str, Any]:
     """Run ``systems`` on the first ``limit`` conversations (LoCoMo) or questions
-    (LongMemEval) of ``data``; write ``out`` (JSON) with a report beside it if asked.
+    (LongMemEval) of ``data``; write ``out`` (JSON) with a report beside it if asked: Markdown
+    and PNG plots, and an HTML page with the plots inside (at ``html``, else beside ``out``).
 
     A system that cannot be built or fails midway gets ``{"error": ...}`` in place of its
     figures, and the others still run. With ``out``, the figures of the systems done so
@@ -129,7 +130,7 @@ def run(dataset: str, data: str | Path, systems: Sequence[str], *, limit: int | 
             save_json(out, {**results, **about, "partial": True})  # what a stopped run leaves
     results.update(about)
     if out is not None:
-        write(results, Path(out), report=report, plots=plots)
+        write(results, Path(out), report=report, plots=plots, html=html)
     return results
 
 
@@ -142,11 +143,12 @@ def _skipped(loaded: Any) -> dict[str, int]:
     return dict(sorted(counts.items()))
 
 
-def write(results: dict[str, Any], out: Path, *, report: bool = True, plots: bool = True) -> None:
-    """Write the results JSON, and the Markdown report and plots beside it."""
+def write(results: dict[str, Any], out: Path, *, report: bool = True, plots: bool = True,
+          html: str | Path | None = None) -> None:
+    """Write the results JSON, and the reports (Markdown, plots, HTML) beside it."""
     out.parent.mkdir(parents=True, exist_ok=True)
     out.write_text(json.dumps(results, ensure_ascii=False, indent=2) + "\n")
     if report:
         from .report import build_report
 
-        build_report(out, plots=plots)
+        build_report(out, plots=plots, html=html)

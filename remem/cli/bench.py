@@ -16,6 +16,10 @@ from rich.markup import escape
 from .app import JsonOpt, bench_app, boundary, fail
 from .output import err_console, out_console, render_dict
 
+HtmlOpt = Annotated[Path | None, typer.Option(
+    "--html", dir_okay=False, metavar="FILE", help="Write an HTML report with the plots inside "
+    "(one file, nothing fetched; needs matplotlib: pip install 'remem[bench]').")]
+
 ProgressOpt = Annotated[bool, typer.Option(
     help="Show progress on stderr: a bar on a terminal, else a plain line every few items "
     "or seconds.")]
@@ -52,6 +56,14 @@ def load_runner(module: str) -> Callable[..., dict[str, Any]]:
     except AttributeError:
         fail(f"remem.bench.{module} has no run() function")
     return runner
+
+
+def need_plots(html: Path | None) -> None:
+    """Stop before any work when an HTML report is asked for but cannot be drawn."""
+    from ..bench.plots import MISSING, available
+
+    if html is not None and not available():
+        fail(f"--html: {MISSING}")
 
 
 def report(title: str, result: dict[str, Any], as_json: bool) -> None:
@@ -169,17 +181,25 @@ def scenarios(
     limit: Annotated[int | None, typer.Option(help="Only the first N scenarios.")] = None,
     blocks: Annotated[bool, typer.Option(
         "--blocks", help="List each failure with the context block the probe saw.")] = False,
+    html: HtmlOpt = None,
     progress: ProgressOpt = True,
     as_json: JsonOpt = False,
 ) -> None:
     """Feed multi-session scenarios into fresh stores and probe a later session: what the
     session-start block carries, updates, forget requests, scope leaks, context precision.
 
-    Example: remem bench scenarios --data benchmarks/scenarios/heldout.jsonl --json
+    Example: remem bench scenarios --data benchmarks/scenarios/heldout.jsonl --html s.html
     """
     run = load_runner("scenarios")
+    need_plots(html)
     with boundary():
         result = run(data, limit=limit, progress=progress, show_blocks=blocks)
+        if html is not None:
+            from ..bench.report import scenarios_html
+
+            scenarios_html(result, html)
+            err_console().print(f"HTML report: {escape(str(html))}", highlight=False,
+                                soft_wrap=True)
     report(f"scenarios ({data.name})", result, as_json)
 
 
@@ -292,8 +312,8 @@ def run_cmd(
     limit: Annotated[int | None, typer.Option(
         min=1, help="Only the first N conversations (LoCoMo) or questions (LongMemEval).")] = None,
     out: Annotated[Path, typer.Option(
-        dir_okay=False, help="Results JSON; the report and plots are written beside it.")
-    ] = Path("results.json"),
+        dir_okay=False, help="Results JSON; the reports (Markdown, PNG plots, HTML with the "
+        "plots inside) are written beside it.")] = Path("results.json"),
     whole_sessions: Annotated[bool, typer.Option(
         "--whole-sessions", help="Add each session in one call instead of turn by turn.")] = False,
     depth: Annotated[int, typer.Option(min=1, help="Hits asked for per question.")] = 100,
@@ -309,6 +329,7 @@ def run_cmd(
     judge: Annotated[Judge, typer.Option(help="How strictly answers are graded.")] = Judge.strict,
     judge_runs: Annotated[int, typer.Option(min=1, help="Times each answer is judged.")] = 3,
     plots: Annotated[bool, typer.Option(help="Draw PNG plots (needs matplotlib).")] = True,
+    html: HtmlOpt = None,
     progress: ProgressOpt = True,
     as_json: JsonOpt = False,
 ) -> None:
@@ -320,6 +341,8 @@ def run_cmd(
     from ..bench.runner import run
 
     names = _systems(systems)
+    if plots:
+        need_plots(html)
     given = {"base_url": llm_base_url, "model": llm_model, "api_key": llm_api_key}
     environ = {k: v for k, v in os.environ.items() if k == "OPENAI_API_KEY"}
     try:
@@ -329,7 +352,7 @@ def run_cmd(
     with boundary():
         results = run(dataset.value, data, names, limit=limit, whole_sessions=whole_sessions,
                       depth=depth, context_k=context_k, llm=llm, progress=progress, out=out,
-                      plots=plots)
+                      plots=plots, html=html)
     if as_json:
         typer.echo(json.dumps(results, ensure_ascii=False, default=str))
     else:
@@ -345,9 +368,10 @@ def report_cmd(
     results: Annotated[Path, typer.Argument(
         exists=True, dir_okay=False, help="A results JSON written by remem bench run.")],
     plots: Annotated[bool, typer.Option(help="Draw PNG plots (needs matplotlib).")] = True,
+    html: HtmlOpt = None,
     as_json: JsonOpt = False,
 ) -> None:
-    """Rebuild the Markdown report (and plots) of a results file, beside it.
+    """Rebuild the reports (Markdown, plots, HTML) of a results file, beside it.
 
     Example: remem bench report results.json
     """
@@ -355,7 +379,9 @@ def report_cmd(
 
     with boundary():
         try:
-            path = build_report(results, plots=plots)
+            if plots:
+                need_plots(html)
+            path = build_report(results, plots=plots, html=html)
         except (ValueError, KeyError) as exc:
             fail(f"{results}: not a results file of remem bench run ({exc})")
     if as_json:

@@ -79,7 +79,11 @@ TEXT: dict[str, tuple[str, str]] = {
     "send": ("Send", "提交"),
     "pinned": ("pinned", "已置顶"),
     "version": ("version", "版本"),
-    "strength": ("Uses", "使用次数"),
+    "strength": ("Strength", "强度"),
+    "replaced": ("Replaced:", "取代了："),
+    "replaced_by": ("Replaced on {when} by:", "于 {when} 被取代为："),
+    "strength_hint": ("1.0 when new or just used, halving unused; archived under {v}",
+                      "新建或刚使用时为 1.0，不用则逐渐减半；低于 {v} 时归档"),
     "held": ("Held for review", "待审核内容"),
     "held_hint": ("Text that reads like an instruction to the agent is held until a person "
                   "decides.", "看起来像是对智能体下指令的内容会被暂存，等待人工决定。"),

@@ -39,7 +39,9 @@ def inbox_routes(console: Console) -> APIRouter:
             item = memory.get(memory_id, **where.owner())
             own = own_scope(who, item)
             approve = form.get("decision") == "approve"
-            if item.status == "held":
+            if form.get("what") == "flag":  # a flagged skill candidate is settled, not approved
+                memory.settle_flag(item.id, keep=approve, **own)
+            elif item.status == "held":
                 memory.review(item.id, approve=approve, note="decided in the console", **own)
             elif item.kind == "skill" and item.metadata.get("skill_status") == "candidate":
                 if approve:

@@ -92,9 +92,12 @@ def memory_routes(console: Console) -> APIRouter:
             if source_id == item.id:
                 continue
             try:
-                sources.append(memory.get(source_id, **owner))
+                source = memory.get(source_id, **owner)
             except NotFoundError:
                 continue  # outside what this key may read
+            before, after = memory.around(source.id, window=1, **owner)
+            sources.append((before, source, after))
+        strength = None if item.is_episode else memory.strength(item.id, **owner)
         links = memory.links(memory_id, **owner)
         injected = memory.injected(memory_id, org_id=item.org_id, user_id=where.user)
         feedback = [e for e in history if e.action in ("feedback", "forgotten", "archived")
@@ -103,6 +106,7 @@ def memory_routes(console: Console) -> APIRouter:
         return console.render(request, "memory.html", who=who, where=where, item=item,
                               versions=list(reversed(versions)), sources=sources, links=links,
                               injected=injected, feedback=feedback, uses=uses,
+                              strength=strength, archive_below=console.memory.config.agent.archive_below,
                               can_write=who.allows("write"), can_purge=who.allows("admin"))
 
     @router.get("/{memory_id}")

@@ -6,13 +6,15 @@ from __future__ import annotations
 import json
 import math
 from datetime import datetime, timezone
+from typing import Any
 
 from fastapi import APIRouter, Request
 from fastapi.responses import Response
 
 from ..._inputs import parse_time
 from ...errors import ValidationError
-from ...model import MemoryItem
+from ...memory import Memory
+from ...model import EPISODE_KINDS, MemoryItem
 from ..auth import Principal
 from .base import Console, ScopeFilter
 from .render import redirect, when
@@ -21,6 +23,21 @@ __all__ = ["view_routes"]
 
 _SHOWN = 200
 _NEIGHBOURS = 24
+
+
+def _event_time(item: MemoryItem) -> datetime:
+    """When what the row says happened: a turn's time, a memory's start of validity."""
+    return item.event_time or item.valid_from or item.created_at
+
+
+def _supersessions(memory: Memory, item: MemoryItem,
+                   owner: dict[str, Any]) -> dict[str, list[MemoryItem]]:
+    """The memories ``item`` replaced and the ones that replaced it, within the scope."""
+    found: dict[str, list[MemoryItem]] = {"replaced": [], "replaced_by": []}
+    for link in memory.links(item.id, **owner):
+        if link.type == "supersedes":
+            found["replaced" if link.direction == "out" else "replaced_by"].append(link.memory)
+    return found
 
 
 def view_routes(console: Console) -> APIRouter:
@@ -47,9 +64,13 @@ def view_routes(console: Console) -> APIRouter:
             step = max(sum(t <= as_of for t in times) - 1, 0)
         rows = memory.list(as_of=as_of, limit=_SHOWN, **where.many()) if as_of is not None \
             else memory.list(limit=_SHOWN, **where.many())
-        ordered = sorted(rows, key=lambda m: m.valid_from or m.created_at, reverse=True)
+        episodes = memory.list(kinds=EPISODE_KINDS, until=as_of, limit=_SHOWN, **where.many())
+        owner = where.owner()
+        changes = {m.id: _supersessions(memory, m, owner) for m in rows}
+        ordered = sorted([*rows, *episodes], key=_event_time, reverse=True)
         labels = [when(t) for t in times] + [console.text(request, "now")]
         return console.render(request, "timeline.html", who=who, rows=ordered, as_of=as_of,
+                              changes=changes,
                               step=step, steps=len(times), labels=json.dumps(labels),
                               label=labels[step] if step < len(labels) else labels[-1],
                               filters=where.query())
