@@ -146,6 +146,25 @@ def test_a_weak_reading_as_a_request_is_no_request() -> None:
     assert forget_requests(reader, "hey, that client name I gave you earlier, please don't keep it")
 
 
+def test_one_value_put_for_another_replaces_it(mem: Memory) -> None:
+    say(mem, "Releases are cut on Mondays", "s1", "2026-03-01T10:00:00")
+    say(mem, "releases are cut on Wednesdays", "s2", "2026-03-04T10:00:00")
+    now = block(mem)
+    assert any("Wednesdays" in t for t in now) and not any("Mondays" in t for t in now)
+    old = [m for m in mem.list(**API, include_inactive=True) if "Mondays" in m.text]
+    assert old and old[0].status == "superseded"
+
+
+def test_a_replacement_the_agent_is_unsure_of_waits_for_a_person(mem: Memory) -> None:
+    say(mem, "The api container uses 512 MB of memory", "s1", "2026-03-01T10:00:00")
+    say(mem, "the api container uses 1 GB of memory", "s2", "2026-03-04T10:00:00")
+    flagged = mem.flagged(**API)
+    old = [m for m in mem.list(**API) if "512" in m.text]
+    assert old and [m for m in flagged if "1 GB" in m.text and old[0].id in m.metadata["review"]]
+    kept = mem.settle_flag(flagged[0].id, keep=True, **API)
+    assert kept.status == "active" and not mem.flagged(**API)
+
+
 def test_part_of_a_memory_is_kept_only_when_the_user_asks_to_keep_it(mem: Memory) -> None:
     say(mem, "The customer for this repo is Halvorsen Shipping and the backend is Django on Postgres.",
         "s1", "2026-03-01T10:00:00")

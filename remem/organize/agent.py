@@ -212,6 +212,13 @@ class MemoryAgent:
             for old in replaced:
                 self.store.supersede(old.id, item.id, at=at, reason=f"replaced by: {cand.text}")
             return "superseded", item.id
+        unsure = [r.memory for r in rels if r.action == "unsure"]
+        if unsure and cand.kind not in ("event", "skill"):
+            # both stay true until a person says otherwise (Memory.flagged / settle_flag)
+            note = f"may replace {unsure[0].id}: {unsure[0].text[:120]}"
+            self.store.set_fields(item.id, None, action="flagged", reason=note,
+                                  metadata={**item.metadata, "review": note})
+            return "unsure", item.id
         return "created", item.id
 
     def _merge(self, memory: MemoryItem, cand: Candidate, session: str | None,

@@ -43,7 +43,7 @@ def family(kind: str) -> list[str]:
 class Relation:
     """What a new statement does to a known memory, with the head's confidence."""
 
-    action: str  # "supersede" or "same"
+    action: str  # "supersede", "same", or "unsure": may supersede, for a person to decide
     memory: MemoryItem
     p: float
     similarity: float
@@ -53,9 +53,9 @@ def relate(reader: Reader, text: str, known: Sequence[MemoryItem], *, nearest: i
            min_similarity: float = 0.78, min_p: float = 0.5, sure_p: float = 0.9, named_p: float = 0.7,
            sure_similarity: float = 0.85, same_similarity: float = 0.93,
            change: bool = False) -> list[Relation]:
-    """The known memories the statement replaces or repeats, strongest first; empty when
-    it is new. A chain of versions ("3.10", then "moved to 3.11", "3.11 now") is replaced
-    as a whole.
+    """The known memories the statement replaces or repeats, strongest first (those it
+    only may replace, ``unsure``, last); empty when it is new. A chain of versions
+    ("3.10", then "moved to 3.11", "3.11 now") is replaced as a whole.
 
     A supersession needs the pair head's ``min_p`` when the statement is worded as a
     change (``change``, or the intent head reads an update or a correction), and
@@ -76,6 +76,11 @@ def relate(reader: Reader, text: str, known: Sequence[MemoryItem], *, nearest: i
     found: list[Relation] = []
     for n, (row, i) in enumerate(zip(probs, order, strict=False)):
         label = int(row.argmax())
+        if label == _SAME and _swapped(known[i].text, text):
+            # one value for another ("on Thursdays" -> "on Tuesdays", port 7001 -> 7010) is
+            # a new value of the same attribute, however alike the rest reads
+            label, row = _SUPERSEDE, row.copy()
+            row[_SUPERSEDE] += row[_SAME]
         if (label == _COMPATIBLE and n == 0 and (change or said_change >= 0.5)
                 and sims[i] >= sure_similarity and _shares(known[i].text, text)):
             # said as a change ("auth has a new owner"), the nearest memory about the same
@@ -86,7 +91,11 @@ def relate(reader: Reader, text: str, known: Sequence[MemoryItem], *, nearest: i
             continue
         if label == _SUPERSEDE and not changes and row[label] < sure_p and not (
                 row[label] >= named_p and _shares(known[i].text, text)):
-            continue  # not worded as a change: the head must be sure, or both name the thing
+            # not worded as a change: the head must be sure, or both name the thing; a
+            # likely one is left for a person to decide
+            if row[label] >= min_p and _shares(known[i].text, text):
+                found.append(Relation("unsure", known[i], float(row[label]), float(sims[i])))
+            continue
         if label == _SUPERSEDE and sims[i] < sure_similarity and not _shares(known[i].text, text):
             continue  # a change of something else entirely ("moved to pnpm" vs the staging host)
         if label == _SAME and (sims[i] < same_similarity or row[label] < 0.6):
@@ -96,11 +105,17 @@ def relate(reader: Reader, text: str, known: Sequence[MemoryItem], *, nearest: i
     # what names the same thing outranks what is only near in meaning: "bumped the runtime
     # to Python 3.12" replaces "the etl runs on Python 3.10", not a note about a flaky test
     sharing = [r for r in found if _shares(r.memory.text, text)]
-    return sorted(sharing or found, key=lambda r: -r.p * r.similarity)
+    return sorted(sharing or found, key=lambda r: (r.action == "unsure", -r.p * r.similarity))
 
 
 #: Words the memory agent itself writes in for the speaker: shared, they say nothing.
 _SUBJECTS = frozenset({"user", "users", "用户"})
+
+
+def _swapped(old: str, new: str) -> bool:
+    """Whether the new text is the old with one word put in place of another."""
+    a, b = stems(content_words(old) - _SUBJECTS), stems(content_words(new) - _SUBJECTS)
+    return len(a - b) == 1 and len(b - a) == 1 and len(a & b) >= 2
 
 
 def _shares(a: str, b: str) -> bool:
