@@ -54,12 +54,13 @@ def points_back(text: str, forget_words: frozenset[str]) -> bool:
 
 def asks_to_forget(reading: Reading, *, likely: float = 0.5, sure: float = 0.8) -> bool:
     """Whether the heads read a statement as a forget request: the intent head says so
-    with ``sure`` probability, or with ``likely`` probability when the kind head finds
-    nothing in it to remember (what says something of its own, "thinking about maybe
-    moving off Heroku, nothing decided", is not a request unless plainly one)."""
+    with ``sure`` probability, or with ``likely`` probability when the kind head is not
+    sure there is anything in it to remember (what says something of its own, "thinking
+    about maybe moving off Heroku, nothing decided", is not a request unless plainly one)."""
     if reading.intent != "forget":
         return False
-    return reading.intent_p >= sure or (reading.intent_p >= likely and not reading.worth)
+    return reading.intent_p >= sure or (reading.intent_p >= likely and reading.kind_p < likely) \
+        or (reading.intent_p >= likely and not reading.worth)
 
 
 def forget_requests(reader: Reader, text: str, *, role: str = "user") -> list[ForgetRequest]:
@@ -88,9 +89,16 @@ def _keeps(reader: Reader, pieces: Sequence[Unit], request: ForgetRequest) -> tu
 def requests_in(pieces: Sequence[Unit], readings: Sequence[Reading],
                 forget_words: frozenset[str]) -> list[ForgetRequest]:
     """The forget requests among a turn's units, given the heads' reading of each."""
+    asked = [asks_to_forget(r) for r in readings]
+    # a sentence read as forgetting, next to a request, belongs to it ("about my email from
+    # the other day. please forget it")
+    def part(i: int) -> bool:
+        return asked[i] or (readings[i].intent == "forget"
+                            and any(asked[j] for j in (i - 1, i + 1) if 0 <= j < len(asked)))
+
     out: list[ForgetRequest] = []
-    for i, reading in enumerate(readings):
-        if not asks_to_forget(reading):
+    for i in range(len(readings)):
+        if not part(i):
             continue
         if out and out[-1].spans[-1] == i - 1:  # one request said in two sentences
             last = out.pop()
