@@ -165,6 +165,22 @@ def test_a_replacement_the_agent_is_unsure_of_waits_for_a_person(mem: Memory) ->
     assert kept.status == "active" and not mem.flagged(**API)
 
 
+def test_what_names_the_same_thing_is_replaced_before_what_is_only_near() -> None:
+    from datetime import datetime, timezone
+
+    from remem.model import MemoryItem
+    from remem.organize.relate import relate
+
+    at = datetime(2026, 3, 1, tzinfo=timezone.utc)
+    known = [MemoryItem(id=f"m{i}", kind="fact", text=t, observed_at=at, created_at=at,
+                        updated_at=at) for i, t in enumerate([
+        "The etl runs on Python 3.10, so no match-statement tricks that need newer",
+        "It depends on dict ordering from an API mock; assistant pinned the order"])]
+    found = relate(Reader(Heads.load()), "Bumped the runtime to Python 3.12 across all jobs, go wild",
+                   known, change=True)
+    assert found and found[0].memory.id == "m0"
+
+
 def test_part_of_a_memory_is_kept_only_when_the_user_asks_to_keep_it(mem: Memory) -> None:
     say(mem, "The customer for this repo is Halvorsen Shipping and the backend is Django on Postgres.",
         "s1", "2026-03-01T10:00:00")
