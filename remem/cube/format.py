@@ -1,17 +1,21 @@
 """The MemCube file: what it holds, how it is laid out, and how it is checked.
 
-A cube is a zip archive of four JSON files and nothing else (no pickles, no code):
+A cube is one UTF-8 text file of JSON Lines and nothing else (no pickles, no code), each
+line one canonical JSON object (RFC 8785) with one key saying what it is:
 
-- ``manifest.json``: name, version, description, licence, the embedder of the store it
-  was packed from, counts, and the SHA-256 of each data file;
-- ``memories.jsonl``: one memory a line, with its versions, its sources (ids of other
-  lines: the episodes it was derived from) and its metadata;
-- ``edges.jsonl``: one typed edge a line, between two memories of the cube;
-- ``signature.json``: an Ed25519 signature over the manifest in canonical JSON (RFC 8785).
+- ``{"manifest": ...}`` first: name, version, description, licence, the embedder of the
+  store it was packed from, counts, the signer's public key, and the SHA-256 of the
+  memory lines and of the edge lines, byte for byte;
+- ``{"memory": ...}`` lines: one memory each, with its versions, its sources (ids of
+  other lines: the episodes it was derived from) and its metadata;
+- ``{"edge": ...}`` lines: one typed edge each, between two memories of the cube;
+- ``{"signature": ...}`` last: Ed25519 over the manifest's canonical bytes.
 
-The signature covers the manifest, the manifest covers each data file by its checksum,
-so one changed byte anywhere is found. Every record is a strict model: an unknown field,
-a wrong type or a dangling reference is an error that names the line.
+The signature covers the manifest and the manifest covers every other line, and each
+line must be exactly the canonical form of what it says, so one changed byte anywhere in
+the file is found. (A zip or tar would carry header bytes, times, modes and comments, that
+no checksum covers.) Every record is a strict model: an unknown field, a wrong type or a
+dangling reference is an error that names the line.
 """
 
 from __future__ import annotations
@@ -20,7 +24,6 @@ import base64
 import hashlib
 import json
 import re
-import zipfile
 from collections.abc import Sequence
 from datetime import datetime
 from pathlib import Path
@@ -34,14 +37,13 @@ from ..errors import CubeError, CubeVerifyError
 from ..model import EPISODE_KINDS, KINDS
 
 __all__ = ["FORMAT", "FORMAT_VERSION", "MAX_BYTES", "Cube", "CubeEdge", "CubeHistory",
-           "CubeManifest", "CubeMemory", "CubeSignature", "canonical", "digest", "read_cube",
-           "write_cube"]
+           "CubeManifest", "CubeMemory", "CubeSignature", "canonical", "digest", "edge_lines",
+           "memory_lines", "read_cube", "write_cube"]
 
 FORMAT = "remem-cube"
 FORMAT_VERSION = 1
-#: A cube larger than this (unpacked) is refused before it is read.
+#: A cube larger than this is refused before it is read.
 MAX_BYTES = 512 * 1024 * 1024
-FILES = ("manifest.json", "memories.jsonl", "edges.jsonl", "signature.json")
 NAME = re.compile(r"[a-z0-9][a-z0-9._-]{0,63}")
 VERSION = re.compile(r"\d+(\.\d+){0,2}([-+][0-9A-Za-z.-]{1,32})?")
 SHA256 = re.compile(r"sha256:[0-9a-f]{64}")
@@ -64,7 +66,7 @@ class CubeHistory(BaseModel):
 
 
 class CubeMemory(BaseModel):
-    """One line of ``memories.jsonl``: an episode (a source) or a derived memory."""
+    """A ``memory`` line: an episode (a source) or a derived memory."""
 
     model_config = Strict
 
@@ -98,7 +100,7 @@ class CubeMemory(BaseModel):
 
 
 class CubeEdge(BaseModel):
-    """One line of ``edges.jsonl``: a typed, weighted edge between two memories of the cube."""
+    """An ``edge`` line: a typed, weighted edge between two memories of the cube."""
 
     model_config = Strict
 
@@ -124,13 +126,13 @@ class CubeSigner(BaseModel):
     model_config = Strict
 
     algorithm: Literal["Ed25519"] = "Ed25519"
-    public_key: StrictStr = Field(pattern=r"^[A-Za-z0-9_-]{43}=?$")
+    public_key: StrictStr = Field(pattern=r"^[A-Za-z0-9_-]{43}$")
     fingerprint: StrictStr = Field(pattern=r"^[0-9a-f]{16}$")
     name: StrictStr | None = Field(None, max_length=128)
 
 
 class CubeManifest(BaseModel):
-    """``manifest.json``: what the cube is and the checksums of what it holds."""
+    """The ``manifest`` line: what the cube is and the checksums of what it holds."""
 
     model_config = Strict
 
@@ -144,7 +146,7 @@ class CubeManifest(BaseModel):
     created_by: StrictStr = Field(max_length=128)
     embedder: CubeEmbedder
     counts: dict[Literal["memories", "episodes", "edges", "versions"], StrictInt]
-    checksums: dict[Literal["memories.jsonl", "edges.jsonl"], StrictStr]
+    checksums: dict[Literal["memories", "edges"], StrictStr]
     signer: CubeSigner
 
     def model_post_init(self, __context: Any) -> None:
@@ -155,23 +157,23 @@ class CubeManifest(BaseModel):
         for name, value in self.checksums.items():
             if not SHA256.fullmatch(value):
                 raise ValueError(f"checksum of {name} is not sha256:<64 hex>")
-        if set(self.checksums) != {"memories.jsonl", "edges.jsonl"}:
-            raise ValueError("checksums must name memories.jsonl and edges.jsonl")
+        if set(self.checksums) != {"memories", "edges"}:
+            raise ValueError("checksums must give memories and edges")
         if set(self.counts) != {"memories", "episodes", "edges", "versions"}:
             raise ValueError("counts must give memories, episodes, edges and versions")
 
 
 class CubeSignature(BaseModel):
-    """``signature.json``: the signature of the canonical manifest."""
+    """The ``signature`` line: the signature of the canonical manifest."""
 
     model_config = Strict
 
     algorithm: Literal["Ed25519"] = "Ed25519"
-    value: StrictStr = Field(pattern=r"^[A-Za-z0-9_-]{86}(==)?$")
+    value: StrictStr = Field(pattern=r"^[A-Za-z0-9_-]{86}$")
 
 
 class Cube(BaseModel):
-    """A cube read from its file and checked record by record (not yet verified: see
+    """A cube read from its file and checked line by line (its signature not yet: see
     :func:`remem.cube.verify`)."""
 
     model_config = ConfigDict(frozen=True)
@@ -180,7 +182,8 @@ class Cube(BaseModel):
     memories: list[CubeMemory]
     edges: list[CubeEdge]
     signature: CubeSignature
-    data: dict[str, bytes] = Field(repr=False, description="the bytes of each data file")
+    data: dict[str, bytes] = Field(repr=False, description="the bytes of the memory lines, of "
+                                   "the edge lines and of the manifest, as signed")
 
 
 def canonical(value: Any) -> bytes:
@@ -202,21 +205,30 @@ def unb64url(text: str) -> bytes:
     return base64.urlsafe_b64decode(text + "=" * (-len(text) % 4))
 
 
-def jsonl(records: Sequence[BaseModel]) -> bytes:
-    """Records as JSON Lines, one canonical JSON object a line."""
-    return b"".join(canonical(r.model_dump(mode="json")) + b"\n" for r in records)
+def _line(key: str, record: BaseModel) -> bytes:
+    return canonical({key: record.model_dump(mode="json")}) + b"\n"
+
+
+def memory_lines(records: Sequence[CubeMemory]) -> bytes:
+    """The memory lines of a cube, as the manifest's checksum covers them."""
+    return b"".join(_line("memory", r) for r in records)
+
+
+def edge_lines(records: Sequence[CubeEdge]) -> bytes:
+    """The edge lines of a cube, as the manifest's checksum covers them."""
+    return b"".join(_line("edge", r) for r in records)
 
 
 def write_cube(path: Path, manifest: CubeManifest, data: dict[str, bytes],
                signature: CubeSignature) -> None:
-    """Write the archive through a temporary file: a failure leaves no half cube."""
+    """Write the cube through a temporary file: a failure leaves no half cube."""
     tmp = path.with_name(f".{path.name}.tmp")
     try:
-        with zipfile.ZipFile(tmp, "w", compression=zipfile.ZIP_DEFLATED) as z:
-            z.writestr("manifest.json", canonical(manifest.model_dump(mode="json")))
-            z.writestr("memories.jsonl", data["memories.jsonl"])
-            z.writestr("edges.jsonl", data["edges.jsonl"])
-            z.writestr("signature.json", canonical(signature.model_dump(mode="json")))
+        with open(tmp, "wb") as f:
+            f.write(_line("manifest", manifest))
+            f.write(data["memories"])
+            f.write(data["edges"])
+            f.write(_line("signature", signature))
         tmp.replace(path)
     except BaseException:
         tmp.unlink(missing_ok=True)
@@ -230,76 +242,79 @@ def _problem(exc: PydanticError) -> str:
     return f"{where}: {message}" if where else message
 
 
-def _json(name: str, raw: bytes, line: int | None = None) -> Any:
-    where = f"{name} line {line}" if line is not None else name
+def _parse(number: int, raw: bytes) -> tuple[str, Any]:
+    """``(key, value)`` of one line, which must be the canonical JSON of one-key object."""
     try:
-        return json.loads(raw.decode("utf-8"))
-    except UnicodeDecodeError:
-        raise CubeError(f"{where} is not UTF-8 text") from None
-    except json.JSONDecodeError as exc:
-        raise CubeError(f"{where} is not valid JSON: {exc.msg}") from None
-
-
-def _records(name: str, raw: bytes, model: type[BaseModel]) -> list[Any]:
-    out = []
-    for number, line in enumerate(raw.split(b"\n"), 1):
-        if not line.strip():
-            continue
-        obj = _json(name, line, number)
-        if not isinstance(obj, dict):
-            raise CubeError(f"{name} line {number}: expected a JSON object")
-        try:
-            out.append(model.model_validate(obj))
-        except PydanticError as exc:
-            raise CubeError(f"{name} line {number}: {_problem(exc)}") from None
-    return out
-
-
-def _entries(path: Path) -> dict[str, bytes]:
-    """The files of the archive, refusing anything but the four expected ones."""
+        obj = json.loads(raw.decode("utf-8"))
+    except (UnicodeDecodeError, json.JSONDecodeError):
+        raise CubeVerifyError(f"line {number} is not JSON: the cube is damaged or not a cube") from None
+    if not isinstance(obj, dict) or len(obj) != 1:
+        raise CubeError(f"line {number}: expected an object with one key (manifest, memory, "
+                        "edge or signature)")
     try:
-        with zipfile.ZipFile(path) as z:
-            infos = z.infolist()
-            names = [i.filename for i in infos]
-            if sorted(names) != sorted(FILES):
-                extra = sorted(set(names) - set(FILES))
-                missing = sorted(set(FILES) - set(names))
-                detail = (f"unexpected {', '.join(extra)}" if extra else "") + \
-                    ("; " if extra and missing else "") + \
-                    (f"missing {', '.join(missing)}" if missing else "")
-                raise CubeError(f"{path} is not a remem cube: {detail or 'duplicate entries'}")
-            if sum(i.file_size for i in infos) > MAX_BYTES:
-                raise CubeError(f"{path} unpacks to more than {MAX_BYTES // 2**20} MiB; refused")
-            return {name: z.read(name) for name in names}
-    except zipfile.BadZipFile as exc:
-        raise CubeVerifyError(f"{path} is damaged or not a cube (zip: {exc}); nothing was "
-                              "read from it") from None
-    except (zipfile.LargeZipFile, NotImplementedError, EOFError) as exc:
-        raise CubeVerifyError(f"{path} cannot be read as a cube: {exc}") from None
+        again = canonical(obj)
+    except (TypeError, ValueError, rfc8785.CanonicalizationError):
+        again = b""
+    if again != raw:
+        raise CubeVerifyError(f"line {number} is not as it was written (not canonical JSON): "
+                              "the cube was changed")
+    key, value = next(iter(obj.items()))
+    if not isinstance(value, dict):
+        raise CubeError(f"line {number}: {key} must be an object")
+    return key, value
+
+
+def _model(model: type[Any], value: dict[str, Any], where: str) -> Any:
+    try:
+        return model.model_validate(value)
+    except PydanticError as exc:
+        raise CubeError(f"{where}: {_problem(exc)}") from None
 
 
 def read_cube(path: str | Path) -> Cube:
-    """Read and check every record of the cube at ``path``; CubeError naming the first
-    problem (CubeVerifyError for a damaged archive)."""
+    """Read the cube at ``path``: its layout, the checksums the manifest gives, then every
+    record; CubeVerifyError when bytes were changed, CubeError naming the first bad record.
+    The signature is checked by :func:`remem.cube.install.verify`."""
     path = Path(path)
     if not path.is_file():
         raise CubeError(f"{path}: no such cube file")
-    files = _entries(path)
-    manifest_obj = _json("manifest.json", files["manifest.json"])
-    signature_obj = _json("signature.json", files["signature.json"])
-    try:
-        manifest = CubeManifest.model_validate(manifest_obj)
-    except PydanticError as exc:
-        raise CubeError(f"manifest.json: {_problem(exc)}") from None
-    try:
-        signature = CubeSignature.model_validate(signature_obj)
-    except PydanticError as exc:
-        raise CubeError(f"signature.json: {_problem(exc)}") from None
-    memories = _records("memories.jsonl", files["memories.jsonl"], CubeMemory)
-    edges = _records("edges.jsonl", files["edges.jsonl"], CubeEdge)
+    if path.stat().st_size > MAX_BYTES:
+        raise CubeError(f"{path} is larger than {MAX_BYTES // 2**20} MiB; refused")
+    data = path.read_bytes()
+    if not data.endswith(b"\n"):
+        raise CubeVerifyError(f"{path} does not end as a cube does: it is cut short or changed")
+    lines = data[:-1].split(b"\n")
+    if len(lines) < 2:
+        raise CubeError(f"{path} is not a remem cube (no manifest and signature)")
+    first, last = _parse(1, lines[0]), _parse(len(lines), lines[-1])
+    if first[0] != "manifest" or last[0] != "signature":
+        raise CubeError(f"{path} is not a remem cube: the first line must be its manifest, the "
+                        "last its signature")
+    manifest = _model(CubeManifest, first[1], "manifest")
+    signature = _model(CubeSignature, last[1], "signature")
+    body = lines[1:-1]
+    # canonical JSON of a one-key object starts with that key: sort the lines by it
+    memories_end = next((i for i, raw in enumerate(body) if not raw.startswith(b'{"memory":')),
+                        len(body))
+    for number, raw in enumerate(body[memories_end:], 2 + memories_end):
+        if not raw.startswith(b'{"edge":'):
+            key = raw.split(b":", 1)[0].strip(b'{"')[:32].decode("utf-8", "replace")
+            raise CubeError(f"line {number}: unexpected record {key!r} (memory lines come "
+                            "first, then edge lines)")
+    # the checksums first: a changed byte is named as such before any record is read
+    sections = {"memories": b"".join(raw + b"\n" for raw in body[:memories_end]),
+                "edges": b"".join(raw + b"\n" for raw in body[memories_end:])}
+    for name, section in sections.items():
+        if digest(section) != manifest.checksums[name]:
+            raise CubeVerifyError(f"the {name} do not match their checksum in the manifest: the "
+                                  "cube was changed after it was signed")
+    parsed = [_parse(n, raw) for n, raw in enumerate(body, 2)]
+    memories = [_model(CubeMemory, v, f"line {n} (memory)")
+                for n, (_, v) in enumerate(parsed[:memories_end], 2)]
+    edges = [_model(CubeEdge, v, f"line {n} (edge)")
+             for n, (_, v) in enumerate(parsed[memories_end:], 2 + memories_end)]
     return Cube(manifest=manifest, memories=memories, edges=edges, signature=signature,
-                data={"memories.jsonl": files["memories.jsonl"], "edges.jsonl": files["edges.jsonl"],
-                      "manifest.json": files["manifest.json"]})
+                data={**sections, "manifest": lines[0][len(b'{"manifest":'):-1]})
 
 
 def manifest_bytes(manifest: CubeManifest) -> bytes:

@@ -12,7 +12,6 @@ watermark in that scope, and nothing else.
 
 from __future__ import annotations
 
-import json
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -59,8 +58,8 @@ def verify(cube: Cube) -> None:
     verify_signature(manifest.signer.public_key, cube.signature.value, manifest_bytes(manifest))
     for name, expected in manifest.checksums.items():
         if digest(cube.data[name]) != expected:
-            raise CubeVerifyError(f"{name} does not match its checksum in the manifest: the cube "
-                                  "was changed after it was signed")
+            raise CubeVerifyError(f"the {name} do not match their checksum in the manifest: the "
+                                  "cube was changed after it was signed")
     derived = [m for m in cube.memories if not m.raw]
     counted = {"memories": len(derived), "episodes": len(cube.memories) - len(derived),
                "edges": len(cube.edges), "versions": sum(len(m.history) for m in cube.memories)}
@@ -70,7 +69,7 @@ def verify(cube: Cube) -> None:
                                   f"holds {value}")
     ids = [m.id for m in cube.memories]
     if len(set(ids)) != len(ids):
-        raise CubeError("memories.jsonl names one id twice")
+        raise CubeError("the cube names one memory id twice")
     episodes = {m.id for m in cube.memories if m.raw}
     for m in derived:
         for source in m.sources:
@@ -85,8 +84,8 @@ def verify(cube: Cube) -> None:
 def _check_records(cube: Cube, max_chars: int) -> None:
     """The checks a record's model cannot make alone: text and labels as every door
     checks them, metadata the store can keep."""
-    for n, m in enumerate(cube.memories, 1):
-        where = f"memories.jsonl line {n}"
+    for n, m in enumerate(cube.memories, 2):
+        where = f"line {n} (memory {m.id})"
         try:
             clean_text(m.text, "text", max_chars)
             check_label(m.role, "role")
@@ -213,5 +212,5 @@ def describe(cube: Cube, *, verified: bool, problem: str | None = None) -> dict[
     kinds: dict[str, int] = {}
     for m in cube.memories:
         kinds[m.kind] = kinds.get(m.kind, 0) + 1
-    return {**json.loads(cube.data["manifest.json"].decode("utf-8")), "kinds": kinds,
+    return {**cube.manifest.model_dump(mode="json"), "kinds": kinds,
             "verified": verified, "problem": problem}

@@ -109,6 +109,10 @@ def verify_signature(public_b64: str, signature_b64: str, data: bytes) -> None:
     from cryptography.exceptions import InvalidSignature
 
     ed25519 = _crypto()
+    # base64 leaves spare bits in its last character: only the one spelling is accepted
+    if b64url(unb64url(signature_b64)) != signature_b64 or b64url(unb64url(public_b64)) != public_b64:
+        raise CubeVerifyError("the signature or the public key is not as it was written: the "
+                              "cube was changed")
     try:
         key = ed25519.Ed25519PublicKey.from_public_bytes(unb64url(public_b64))
         key.verify(unb64url(signature_b64), data)

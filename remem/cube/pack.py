@@ -21,7 +21,8 @@ from .format import (
     CubeSignature,
     CubeSigner,
     digest,
-    jsonl,
+    edge_lines,
+    memory_lines,
     manifest_bytes,
     write_cube,
 )
@@ -89,7 +90,7 @@ def pack(store: PackStore, scope: Scope, out: Path, *, key: SigningKey, name: st
             if direction == "out" and other in by_rowid:
                 edges.append(CubeEdge(src=memory_id, dst=by_rowid[other], type=kind,
                                       weight=float(weight)))
-    data = {"memories.jsonl": jsonl(records), "edges.jsonl": jsonl(edges)}
+    data = {"memories": memory_lines(records), "edges": edge_lines(edges)}
     manifest = CubeManifest(
         name=name, version=version, description=description, license=license,
         created_at=datetime.now(timezone.utc).isoformat(timespec="seconds"),
