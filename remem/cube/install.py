@@ -21,7 +21,7 @@ from .._inputs import check_label, check_metadata, clean_text
 from ..errors import CubeError, CubeVerifyError, NotFoundError, ValidationError
 from ..model import MemoryItem, Scope, new_id
 from ..store.base import GraphStore, JobStore, MemoryStore, NewMemory
-from .format import Cube, digest, manifest_bytes, unb64url
+from .format import Cube, digest, unb64url
 from .keys import fingerprint, verify_signature
 
 __all__ = ["InstallStore", "Installed", "describe", "install", "installed_cubes", "uninstall", "verify"]
@@ -55,7 +55,8 @@ def verify(cube: Cube) -> None:
     manifest = cube.manifest
     if fingerprint(unb64url(manifest.signer.public_key)) != manifest.signer.fingerprint:
         raise CubeVerifyError("the signer's fingerprint does not belong to its public key")
-    verify_signature(manifest.signer.public_key, cube.signature.value, manifest_bytes(manifest))
+    # the manifest's bytes as read: read_cube checked they are its canonical form
+    verify_signature(manifest.signer.public_key, cube.signature.value, cube.data["manifest"])
     for name, expected in manifest.checksums.items():
         if digest(cube.data[name]) != expected:
             raise CubeVerifyError(f"the {name} do not match their checksum in the manifest: the "

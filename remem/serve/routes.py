@@ -115,7 +115,7 @@ def memory_routes(memory: Memory, auth: Authenticator, hub: EventHub) -> APIRout
             session_id=body.session_id, k=body.k, kinds=body.kinds, since=body.since,
             until=body.until, as_of=body.as_of, budget_tokens=body.budget_tokens,
             include_episodes=body.include_episodes, include_superseded=body.include_superseded,
-            include_archived=body.include_archived)
+            include_archived=body.include_archived, include_shared=body.include_shared)
         return SearchResponse(hits=hits)
 
     @router.post("/flush", tags=["memories"])
