@@ -22,8 +22,8 @@ from .format import (
     CubeSigner,
     digest,
     edge_lines,
-    memory_lines,
     manifest_bytes,
+    memory_lines,
     write_cube,
 )
 from .keys import SigningKey

@@ -37,12 +37,12 @@ from .base import Filters, Job, NewMemory, Transaction
 from .clauses import filters_sql, scope_sql
 from .derived import DerivedOps
 from .injections import InjectionOps
-from .shares import ShareOps
 from .policy import COALESCE_PREFIX, page_before, purge_closure
 from .rows import COLUMNS as _COLUMNS
 from .rows import dt as _dt
 from .rows import row_to_item as _row_to_item
 from .schema import APPLICATION_ID, MIGRATIONS, SCHEMA_VERSION
+from .shares import ShareOps
 from .sqlite_copy import SQLiteCopy
 from .vectors import VectorIndex
 

@@ -42,9 +42,9 @@ from ..policy import COALESCE_PREFIX, page_before, purge_closure
 from ..rows import COLUMNS, dt, row_to_item
 from .copy import PostgresCopy
 from .injections import PostgresInjections
-from .shares import PostgresShares
 from .ops import PostgresOps
 from .schema import MIGRATIONS, SCHEMA_VERSION
+from .shares import PostgresShares
 
 try:
     import psycopg
