@@ -46,6 +46,7 @@ from .model import (
     MemoryItem,
     Page,
     Scope,
+    Share,
     Stats,
     TopicNode,
     new_id,
@@ -1186,6 +1187,30 @@ class AsyncMemory:
 
     async def heed(self, **kwargs: Any) -> builtins.list[HeedRate]:
         return await self._run("heed", **kwargs)
+
+    async def share(self, **kwargs: Any) -> Share:
+        return await self._run("share", **kwargs)  # type: ignore[no-any-return]
+
+    async def unshare(self, share_id: str, **kwargs: Any) -> Share:
+        return await self._run("unshare", share_id, **kwargs)  # type: ignore[no-any-return]
+
+    async def shares(self, **kwargs: Any) -> builtins.list[Share]:
+        return await self._run("shares", **kwargs)  # type: ignore[no-any-return]
+
+    async def pack_cube(self, out: Any = None, **kwargs: Any) -> Any:
+        return await self._run("pack_cube", out, **kwargs)
+
+    async def install_cube(self, source: Any, **kwargs: Any) -> Any:
+        return await self._run("install_cube", source, **kwargs)
+
+    async def uninstall_cube(self, name: str, **kwargs: Any) -> builtins.list[str]:
+        return await self._run("uninstall_cube", name, **kwargs)  # type: ignore[no-any-return]
+
+    async def export_pam(self, **kwargs: Any) -> dict[str, Any]:
+        return await self._run("export_pam", **kwargs)  # type: ignore[no-any-return]
+
+    async def import_pam(self, document: Any, **kwargs: Any) -> builtins.list[str]:
+        return await self._run("import_pam", document, **kwargs)  # type: ignore[no-any-return]
 
     async def flush(self, timeout: float | None = None) -> bool:
         return await self._run("flush", timeout)
