@@ -153,6 +153,7 @@ def install(store: InstallStore, cube: Cube, scope: Scope, *, split: Splitter,
             observed_at=m.observed_at, event_time=m.event_time, role=role, subject=m.subject,
             metadata={**m.metadata, "cube": {**mark, "id": m.id}},
             passages=split(first, role), source_ids=[ids[s] for s in m.sources]))
+    first_text = {item.id: item.text for item in items}
     jobs = [new_id("j_")]
     with store.transaction():
         store.insert(items, jobs[0])
@@ -161,7 +162,7 @@ def install(store: InstallStore, cube: Cube, scope: Scope, *, split: Splitter,
             if not m.raw:
                 texts = [h.text for h in m.history[1:]] + [m.text]
                 reasons = [h.reason for h in m.history[1:]] + [None]
-                current = items[[i.id for i in items].index(memory_id)].text
+                current = first_text[memory_id]
                 for text, reason in zip(texts, reasons, strict=True):
                     if text == current:
                         continue

@@ -271,7 +271,10 @@ def import_pam(store: InstallStore, doc: Any, scope: Scope, *, split: Splitter,
         temporal, provenance = memory["temporal"], memory["provenance"]
         own = (memory.get("metadata") or {}).get("remem") or {}
         extra = {k: v for k, v in (memory.get("metadata") or {}).items() if k != "remem"}
-        meta = {**(own.get("metadata") if isinstance(own.get("metadata"), dict) else {}),
+        kept = own.get("metadata") if isinstance(own.get("metadata"), dict) else {}
+        # a cube's watermark is given by installing a cube, never by a file that claims one
+        kept = {k: v for k, v in kept.items() if k != "cube"}
+        meta = {**kept,
                 "pam": {"id": memory["id"], "type": memory["type"],
                         "platform": provenance.get("platform"), "export_id": export_id, **extra}}
         created = _time(temporal.get("created_at"), "created_at") or now
