@@ -101,6 +101,31 @@ def test_team_memory_is_written_by_its_members_and_names_each_writer(tmp_path: P
         assert {s.user_id for s in m.shares(grantee="dave")} == {"team-web", "frank"}
 
 
+def test_team_members_write_over_rest_with_their_own_keys(tmp_path: Path) -> None:
+    with service(tmp_path / "team.db") as (memory, client):
+        keys = KeyStore(memory.store)
+        bob = keys.create("acme", user_id="bob").key
+        carol = keys.create("acme", user_id="carol").key
+        memory.share(grantee="bob", org_id="acme", user_id="team-web", access="write")
+        memory.share(grantee="carol", org_id="acme", user_id="team-web")  # read only
+        wrote = client.post("/v1/remember", json={"user_id": "team-web", "kind": "project",
+                                                  "text": "The staging database is db.stg.internal"},
+                            headers=bearer(bob))
+        assert wrote.status_code == 201, wrote.text
+        assert (wrote.json()["user_id"], wrote.json()["metadata"]["writer"]) == ("team-web", "bob")
+        added = client.post("/v1/memories", json={"user_id": "team-web", "messages": "Releases "
+                                                  "are cut on Thursdays"}, headers=bearer(bob))
+        assert added.status_code == 201
+        episode = memory.get(added.json()["episode_ids"][0], org_id="acme", user_id="team-web")
+        assert episode.metadata["writer"] == "bob"
+        refused = client.post("/v1/remember", json={"user_id": "team-web", "text": "Ship on Fridays"},
+                              headers=bearer(carol))
+        assert refused.status_code == 403 and refused.json()["error"]["code"] == "permission_denied"
+        memory.flush()
+        seen = _texts(client, carol, "staging database")
+        assert seen.get("The staging database is db.stg.internal") is not None
+
+
 def test_the_command_line_grants_lists_and_revokes(tmp_path: Path) -> None:
     db = str(tmp_path / "cli.db")
     env = {"REMEM_EMBEDDER": "hash"}
