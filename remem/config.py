@@ -11,8 +11,8 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_valida
 
 from .errors import ConfigError
 
-__all__ = ["AgentConfig", "Config", "RetrievalConfig", "ServerConfig", "default_path", "is_url",
-           "resolve_store"]
+__all__ = ["AgentConfig", "Config", "RetrievalConfig", "ServerConfig", "cube_registry_path",
+           "default_path", "is_url", "resolve_store", "signing_key_path"]
 
 
 class RetrievalConfig(BaseModel):
@@ -156,6 +156,12 @@ class Config(BaseModel):
     injection_log_rows: int | None = Field(
         100_000, ge=1, description="the log keeps at most this many injections, newest first "
         "(None: no limit)")
+    home: str | None = Field(None, description="remem's own folder, for the signing key and the "
+                             "cube registry (REMEM_HOME); None: ~/.remem")
+    signing_key: str | None = Field(None, description="the Ed25519 key that signs cubes "
+                                    "(REMEM_SIGNING_KEY); None: <home>/keys/signing-ed25519.pem")
+    cube_registry: str | None = Field(None, description="the folder of cube files "
+                                      "(REMEM_CUBE_REGISTRY); None: <home>/cubes")
     retrieval: RetrievalConfig = Field(default_factory=RetrievalConfig)
     agent: AgentConfig = Field(default_factory=AgentConfig)
     openai_base_url: str | None = None
@@ -188,6 +194,9 @@ class Config(BaseModel):
             values["agent"] = agent
         if env.get("REMEM_STORE_URL"):
             values["store"] = env["REMEM_STORE_URL"]
+        for name in ("home", "signing_key", "cube_registry"):
+            if env.get(f"REMEM_{name.upper()}"):
+                values[name] = env[f"REMEM_{name.upper()}"]
         for name in ("job_lease_s", "job_backoff_s", "query_threads", "embed_threads",
                      "injection_log_days", "injection_log_rows"):
             if f"REMEM_{name.upper()}" in env:
@@ -209,6 +218,22 @@ class Config(BaseModel):
             return cls(**values)
         except ValidationError as exc:
             raise ConfigError(f"invalid remem configuration: {exc}") from exc
+
+
+def _home(config: Config) -> Path:
+    return Path(config.home).expanduser() if config.home else Path.home() / ".remem"
+
+
+def signing_key_path(config: Config) -> Path:
+    """Where the key that signs cubes lives (see ``Config.signing_key``)."""
+    if config.signing_key:
+        return Path(config.signing_key).expanduser()
+    return _home(config) / "keys" / "signing-ed25519.pem"
+
+
+def cube_registry_path(config: Config) -> Path:
+    """The folder of cube files (see ``Config.cube_registry``)."""
+    return Path(config.cube_registry).expanduser() if config.cube_registry else _home(config) / "cubes"
 
 
 def default_path(environ: Mapping[str, str] | None = None) -> Path:

@@ -4,6 +4,9 @@
     ├── ConfigError (also ValueError)       bad configuration or bad input at a door
     │   └── ValidationError                 a field of a call failed validation
     ├── NotFoundError (also LookupError)    no memory with that id in that scope
+    ├── PermissionDeniedError (also PermissionError)  no grant allows this write
+    ├── CubeError                           a memory cube that cannot be trusted or used
+    │   └── CubeVerifyError                 its signature or a checksum does not match
     ├── StoreError                          the store file cannot be used
     │   ├── StoreNotFoundError              no store at that path (and creating one was not asked)
     │   ├── SchemaVersionError              written by a newer remem, or not a remem store
@@ -25,7 +28,10 @@ __all__ = [
     "JobNotFoundError",
     "LLMError",
     "LeaseLostError",
+    "CubeError",
+    "CubeVerifyError",
     "NotFoundError",
+    "PermissionDeniedError",
     "RememError",
     "SchemaVersionError",
     "StoreError",
@@ -64,6 +70,18 @@ class NotFoundError(RememError, LookupError):
             f"no memory with id {memory_id!r} in this scope; "
             "check the id (e.g. with `remem list`) and the scope options"
         )
+
+
+class PermissionDeniedError(RememError, PermissionError):
+    """The caller holds no grant that allows this on that scope; the message says which."""
+
+
+class CubeError(RememError):
+    """A memory cube that cannot be read, installed or uninstalled; nothing was changed."""
+
+
+class CubeVerifyError(CubeError):
+    """A cube's signature or one of its checksums does not match what it holds."""
 
 
 class JobNotFoundError(NotFoundError):

@@ -30,6 +30,7 @@ from .embed import Embedder, create_embedder
 from .errors import ClosedError, EmbeddingError, NotFoundError, ValidationError
 from .extract.base import Extractor
 from .extract.heads import Reader
+from .memory_sharing import SharingMethods
 from .model import (
     EPISODE_KINDS,
     KINDS,
@@ -45,6 +46,7 @@ from .model import (
     MemoryItem,
     Page,
     Scope,
+    Share,
     Stats,
     TopicNode,
     new_id,
@@ -132,7 +134,7 @@ def _close_at_exit(ref: weakref.ReferenceType[Memory]) -> None:
         memory.close()
 
 
-class Memory:
+class Memory(SharingMethods):
     """A memory store in one SQLite file, with hybrid search and a background worker.
 
     >>> with Memory("team.db") as m:
@@ -354,7 +356,8 @@ class Memory:
             session_id: str | None = None, org_id: str | None = None,
             timestamp: str | datetime | None = None,
             metadata: dict[str, Any] | None = None,
-            on_ready: Callable[[AddResult], object] | None = None) -> AddResult:
+            on_ready: Callable[[AddResult], object] | None = None,
+            writer: str | None = None) -> AddResult:
         """Store each message verbatim as an episode, in one transaction.
 
         ``messages`` is a string, a dict, or a list of dicts with ``role`` or ``speaker``,
@@ -363,13 +366,15 @@ class Memory:
         message in order, and the ids of the background jobs queued (embedding, extraction,
         prefetch). ``on_ready`` is called (in the worker's thread) with the same result
         once those jobs are over: the turns are then searchable by meaning and what they
-        say is in the memories.
+        say is in the memories. ``writer``: as for :meth:`remember`.
         """
         self._check_open()
         scope = parse_scope(org_id=org_id, user_id=user_id, agent_id=agent_id, project=project,
                             session_id=session_id)
         if metadata is not None:
             check_metadata(metadata, "metadata")
+        if writer is not None:
+            metadata = {**(metadata or {}), **self._check_writer(writer, shared_scope_of(scope))}
         default_time = parse_time(timestamp, "timestamp")
         now = time.time()
         items, known = [], {}
@@ -502,14 +507,16 @@ class Memory:
                since: str | datetime | None = None, until: str | datetime | None = None,
                as_of: str | datetime | None = None, budget_tokens: int | None = None,
                include_episodes: bool = True, include_superseded: bool = False,
-               include_archived: bool = False) -> list[Hit]:
+               include_archived: bool = False, include_shared: bool = True) -> list[Hit]:
         """The memories that best answer ``query`` within the scope, best first.
 
         Each hit has its ``score``, the ``channels`` that found it (with its rank in
         each), ``reasons`` and the ``sources`` it came from. ``budget_tokens`` packs
         hits until the budget is spent; ``as_of`` shows what was valid at that time (by
         each memory's event time and validity, whenever it was added: a replayed history
-        is searched as it stood) and resolves "last week" against it.
+        is searched as it stood) and resolves "last week" against it. What other users
+        shared with the reader (see :meth:`share`) is searched too, each such hit labelled
+        with ``shared_by`` (the grant) and a reason; ``include_shared=False`` leaves it out.
         """
         self._check_open()
         query = clean_text(query, "query", self.config.max_text_chars)
@@ -529,15 +536,26 @@ class Memory:
         )
         # "yesterday" is a UTC day, with or without as_of, as naive times are UTC
         now = utcnow() if as_of_ts is None else datetime.fromtimestamp(as_of_ts, timezone.utc)
-        return self.retriever(query, scope=scope, filters=filters, k=k,
+        hits = self.retriever(query, scope=scope, filters=filters, k=k,
                               budget_tokens=budget_tokens, now=now)
+        if include_shared and budget_tokens is None:
+            hits = self._with_shared(hits, query, scope, filters, k, now)
+        return hits
 
     def get(self, memory_id: str, *, org_id: str | None = None, user_id: str | None = None,
             project: str | None = None, agent_id: str | None = None) -> MemoryItem:
         """One memory (or episode) by id, whatever its status."""
         self._check_open()
         scope = parse_scope(org_id=org_id, user_id=user_id, agent_id=agent_id, project=project, nested=True)
-        return self.store.get(memory_id, scope)
+        try:
+            return self.store.get(memory_id, scope)
+        except NotFoundError:
+            for entry in self.sharing.readable(scope):  # what a grant lets the reader see
+                try:
+                    return self.store.get(memory_id, entry.scope)
+                except NotFoundError:
+                    continue
+            raise
 
     def list(self, *, org_id: str | None = None, user_id: str | None = None,
              agent_id: str | None = None, project: str | None = None,
@@ -885,10 +903,14 @@ class Memory:
                  org_id: str | None = None, user_id: str | None = None,
                  agent_id: str | None = None, project: str | None = None,
                  session_id: str | None = None, role: str = "user", pinned: bool = False,
-                 metadata: dict[str, Any] | None = None) -> MemoryItem:
+                 metadata: dict[str, Any] | None = None, writer: str | None = None) -> MemoryItem:
         """Propose a memory directly (an agent's "remember this"); returns the memory it
         became: a new one, an existing one it merged into, or one that supersedes an old
-        one. The text is also kept verbatim as an episode, its source."""
+        one. The text is also kept verbatim as an episode, its source.
+
+        ``writer`` names the user who writes, when it is not the scope's owner: team
+        memory, or a user's scope shared for writing (PermissionDeniedError without a
+        write grant); the memory records it in ``metadata["writer"]``."""
         self._check_open()
         scope = parse_scope(org_id=org_id, user_id=user_id, agent_id=agent_id, project=project,
                             session_id=session_id)
@@ -897,7 +919,7 @@ class Memory:
             raise ValidationError("kind", f"{kind!r} is not a kind of memory; use one of {', '.join(KINDS)}")
         check_label(subject, "subject")
         check_label(role, "role")
-        meta = check_metadata(metadata or {}, "metadata")
+        meta = {**check_metadata(metadata or {}, "metadata"), **self._check_writer(writer, scope)}
         now = time.time()
         episode = NewMemory(id=new_id("e_"), kind="episode", text=body, raw=True, scope=scope,
                             role=role, metadata=meta, observed_at=now, event_time=now,
@@ -1165,6 +1187,30 @@ class AsyncMemory:
 
     async def heed(self, **kwargs: Any) -> builtins.list[HeedRate]:
         return await self._run("heed", **kwargs)
+
+    async def share(self, **kwargs: Any) -> Share:
+        return await self._run("share", **kwargs)  # type: ignore[no-any-return]
+
+    async def unshare(self, share_id: str, **kwargs: Any) -> Share:
+        return await self._run("unshare", share_id, **kwargs)  # type: ignore[no-any-return]
+
+    async def shares(self, **kwargs: Any) -> builtins.list[Share]:
+        return await self._run("shares", **kwargs)  # type: ignore[no-any-return]
+
+    async def pack_cube(self, out: Any = None, **kwargs: Any) -> Any:
+        return await self._run("pack_cube", out, **kwargs)
+
+    async def install_cube(self, source: Any, **kwargs: Any) -> Any:
+        return await self._run("install_cube", source, **kwargs)
+
+    async def uninstall_cube(self, name: str, **kwargs: Any) -> builtins.list[str]:
+        return await self._run("uninstall_cube", name, **kwargs)  # type: ignore[no-any-return]
+
+    async def export_pam(self, **kwargs: Any) -> dict[str, Any]:
+        return await self._run("export_pam", **kwargs)  # type: ignore[no-any-return]
+
+    async def import_pam(self, document: Any, **kwargs: Any) -> builtins.list[str]:
+        return await self._run("import_pam", document, **kwargs)  # type: ignore[no-any-return]
 
     async def flush(self, timeout: float | None = None) -> bool:
         return await self._run("flush", timeout)

@@ -28,6 +28,7 @@ __all__ = [
     "MemoryItem",
     "Page",
     "Scope",
+    "Share",
     "Source",
     "Stats",
     "TaskEnd",
@@ -74,6 +75,41 @@ class Scope(BaseModel):
     project: str | None = None
     session_id: str | None = None
     nested: bool = False
+
+
+Access = Literal["read", "write"]
+GranteeKind = Literal["user", "agent", "team"]
+
+
+class Share(BaseModel):
+    """A grant: ``grantee`` may read (or read and write) the memories of one owner's scope.
+
+    The scope shared is ``(org_id, user_id, project)``: ``project`` None shares every
+    memory of the user, ``user_id`` None the org's own (a team's) memories. A grantee is
+    a user, an agent (reads made with that ``agent_id``) or a team: the users who hold a
+    grant on the team's own scope (``user_id`` = the team's id).
+    """
+
+    model_config = ConfigDict(frozen=True)
+
+    id: str
+    org_id: str = "default"
+    user_id: str | None = None
+    project: str | None = None
+    grantee_kind: GranteeKind = "user"
+    grantee: str
+    access: Access = "read"
+    created_at: datetime
+    created_by: str | None = None
+
+    @property
+    def principal(self) -> str:
+        """``kind:id`` of the grantee, e.g. ``user:bob``."""
+        return f"{self.grantee_kind}:{self.grantee}"
+
+    def scope(self) -> Scope:
+        """The owner's scope the grant opens (exact, not nested)."""
+        return Scope(org_id=self.org_id, user_id=self.user_id, project=self.project)
 
 
 class MemoryItem(BaseModel):
@@ -134,6 +170,8 @@ class Hit(BaseModel):
     reasons: list[str] = Field(default_factory=list)
     sources: list[Source] = Field(default_factory=list)
     tokens: int = 0
+    shared_by: str | None = Field(None, description="id of the grant through which another "
+                                  "user's scope shared this memory (None: the caller's own)")
 
 
 class AddResult(BaseModel):

@@ -11,6 +11,7 @@ import inspect
 import re
 import time
 from collections.abc import Iterator
+from datetime import datetime, timezone
 from pathlib import Path
 
 import numpy as np
@@ -24,7 +25,7 @@ from remem.errors import (
     StoreNotFoundError,
     ValidationError,
 )
-from remem.model import Scope
+from remem.model import Scope, Share
 from remem.store import Filters, NewMemory, Store, create_store
 from remem.store.base import (
     ApiKeyStore,
@@ -35,6 +36,7 @@ from remem.store.base import (
     MemoryStore,
     NewInjection,
     RecallStore,
+    ShareStore,
     WorkingMemoryStore,
 )
 
@@ -545,6 +547,40 @@ def test_api_keys(store: Store) -> None:
     assert store.key_counts() == (2, 1)
 
 
+def _grant(share_id: str, *, user: str | None = "alice", project: str | None = "web",
+           grantee: str = "bob", kind: str = "user", access: str = "read", org: str = "default",
+           at: float = 10.0) -> Share:
+    return Share(id=share_id, org_id=org, user_id=user, project=project, grantee_kind=kind,
+                 grantee=grantee, access=access, created_at=datetime.fromtimestamp(at, timezone.utc))
+
+
+def test_grants_are_one_per_scope_and_grantee(store: Store) -> None:
+    first = store.put_share(_grant("sh_1"))
+    assert (first.id, first.access) == ("sh_1", "read")
+    # granting the same scope to the same grantee again changes the access, not the grant
+    again = store.put_share(_grant("sh_2", access="write", at=20.0))
+    assert (again.id, again.access, again.created_at.timestamp()) == ("sh_1", "write", 10.0)
+    store.put_share(_grant("sh_3", project=None, at=30.0))  # all of alice's: another scope
+    store.put_share(_grant("sh_4", user=None, project="web", grantee="ci", kind="agent", at=40.0))
+    store.put_share(_grant("sh_5", org="acme", at=50.0))
+    assert [s.id for s in store.shares("default")] == ["sh_1", "sh_3", "sh_4"]
+    assert [s.id for s in store.shares("default", user_id="alice")] == ["sh_1", "sh_3"]
+    assert [s.id for s in store.shares("default", grantee_kind="agent", grantee="ci")] == ["sh_4"]
+    assert [s.id for s in store.shares("default", project="web")] == ["sh_1", "sh_4"]
+    assert [s.id for s in store.shares("default", share_id="sh_3")] == ["sh_3"]
+    assert [s.id for s in store.shares("acme")] == ["sh_5"]
+
+
+def test_a_grant_is_dropped_within_its_org_only(store: Store) -> None:
+    store.put_share(_grant("sh_1"))
+    store.put_share(_grant("sh_2", org="acme"))
+    assert store.drop_share("sh_2", "default") is None  # another org's grant: untouched
+    dropped = store.drop_share("sh_1", "default")
+    assert dropped is not None and (dropped.user_id, dropped.grantee) == ("alice", "bob")
+    assert store.drop_share("sh_1", "default") is None
+    assert store.shares("default") == [] and [s.id for s in store.shares("acme")] == ["sh_2"]
+
+
 # --- copies ---------------------------------------------------------------------------------
 
 def test_rows_copied_into_another_store_keep_their_ids(store: Store, tmp_path: Path) -> None:
@@ -553,6 +589,7 @@ def test_rows_copied_into_another_store_keep_their_ids(store: Store, tmp_path: P
                   episode("e_2", "8080", s1, at=2.0), derived("m_1", "the api port is 8080",
                                                               ("e_1", "e_2"))], "j_1")
     store.put_memory_vectors("m_1", [unit(1)])
+    store.put_share(_grant("sh_1"))
     copy = create_store(tmp_path / "copy.db", dim=DIM, embedder="unit")
     try:
         for table in store.counts():
@@ -563,6 +600,7 @@ def test_rows_copied_into_another_store_keep_their_ids(store: Store, tmp_path: P
         assert copy.counts() == store.counts()
         assert copy.rowids(["e_1", "e_2", "m_1"]) == store.rowids(["e_1", "e_2", "m_1"])
         assert copy.get("m_1", ALICE).sources == ["e_1", "e_2"]
+        assert copy.shares("default") == store.shares("default")
         # the context of each turn was rebuilt: the answer is found by the question's words
         assert [r for r, _ in copy.fulltext(["port"], s1, ALL, 5)] == \
             [r for r, _ in store.fulltext(["port"], s1, ALL, 5)]
@@ -574,7 +612,7 @@ def test_rows_copied_into_another_store_keep_their_ids(store: Store, tmp_path: P
 # --- the contract covers the protocol -------------------------------------------------------
 
 PROTOCOLS = (MemoryStore, RecallStore, GraphStore, WorkingMemoryStore, JobStore, ApiKeyStore,
-             CopyStore, InjectionLog)
+             CopyStore, InjectionLog, ShareStore)
 
 
 def protocol_methods() -> set[str]:

@@ -41,15 +41,19 @@ def remember(
                                       "procedure, decision, fact, event...")] = "fact",
     subject: Annotated[str | None, typer.Option(help="Who or what it is about.")] = None,
     pin: Annotated[bool, typer.Option(help="Never let it decay.")] = False,
+    writer: Annotated[str | None, typer.Option(
+        "--as", help="The user who writes, into a scope shared with them for writing (team "
+        "memory); recorded on the memory.")] = None,
     db: DbOpt = None, org: OrgOpt = None, user: UserOpt = None, agent: AgentOpt = None,
     project: ProjectOpt = None, session: SessionOpt = None, as_json: JsonOpt = False,
 ) -> None:
     """Propose a memory; the memory agent merges it with what is known.
 
-    Example: remem remember "Deploys go through make ship" --kind convention --project web
+    Example: remem remember "Deploys go through make ship" --kind convention --project web ;
+    remem remember "Staging is at db.stg" --user team-web --as bob
     """
     with open_memory(db, create=True) as m:
-        item = m.remember(text, kind=kind, subject=subject, pinned=pin,
+        item = m.remember(text, kind=kind, subject=subject, pinned=pin, writer=writer,
                           **scope(org, user, agent, project, session))
     if as_json:
         print_json(item.model_dump(mode="json"))

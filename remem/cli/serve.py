@@ -15,7 +15,8 @@ from .app import CONTEXT, DEFAULT_ORG, DbOpt, JsonOpt, app, boundary, fail, open
 from .output import WIDE, err_console, out_console, print_json, records, when
 
 keys_app = typer.Typer(
-    help="API keys of the REST service (remem serve): create, list, revoke.",
+    help="Keys: the REST service's API keys (create, list, revoke) and the key that signs cubes "
+    "(signing).",
     context_settings=CONTEXT,
     no_args_is_help=True,
 )

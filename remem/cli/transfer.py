@@ -40,6 +40,7 @@ from .app import (
     boundary,
     fail,
     open_memory,
+    owner,
     scope,
 )
 from .output import err_console, print_json
@@ -267,6 +268,9 @@ def import_(
         "CLAUDE.md, AGENTS.md or .cursor/rules of the project.")] = None,
     dry_run: Annotated[bool, typer.Option(
         "--dry-run", help="With a FORMAT: show the memories it would propose, add nothing.")] = False,
+    file_format: Annotated[str | None, typer.Option(
+        "--format", help="pam: FILE is a Portable AI Memory (PAM 1.0) memory-store.json, "
+        "checked in full, then its memories added in one transaction.")] = None,
     wait: Annotated[bool, typer.Option(
         help="Wait until everything is embedded (searchable by meaning).")] = True,
     db: DbOpt = None, org: OrgOpt = None, user: UserOpt = None, agent: AgentOpt = None,
@@ -283,8 +287,18 @@ def import_(
     (convention, pitfall, preference, project, decision, procedure) citing its file and
     lines, in the scope of the project (default user: $REMEM_USER or the OS user).
 
-    Examples: remem import chat.jsonl --user alice ; remem import claude-md CLAUDE.md
+    PAM (--format pam): the memories of a memory-store.json, each kept with its content as
+    the source episode; its checksum and content hashes must match.
+
+    Examples: remem import chat.jsonl --user alice ; remem import claude-md CLAUDE.md ;
+    remem import --format pam memory-store.json --user alice
     """
+    if file_format is not None:
+        if file_format != "pam":
+            fail(f"unknown import format {file_format!r}", hint="use pam")
+        _import_pam(source, wait=wait, db=db, org=org, user=user, agent=agent, project=project,
+                    as_json=as_json)
+        return
     if source in INSTRUCTION_FORMATS and (path is not None or not Path(source).exists()):
         _import_instructions(source, path, dry_run=dry_run, wait=wait, db=db, org=org, user=user,
                              agent=agent, project=project, as_json=as_json)
@@ -312,6 +326,33 @@ def import_(
     skipped = f" ({_count(plan.skipped, 'derived memory', 'derived memories')} skipped)"
     count = _count(len(result.episode_ids), "episode", "episodes")
     typer.echo(f"imported {count} from {name}{skipped if plan.skipped else ''}")
+
+
+def _import_pam(source: str, *, wait: bool, db: str | None, org: str | None, user: str | None,
+                agent: str | None, project: str | None, as_json: bool) -> None:
+    name = "stdin" if source == "-" else source
+    with boundary():
+        stream = _open_source(source)
+        try:
+            raw = stream.read()
+        finally:
+            if stream is not sys.stdin.buffer:
+                stream.close()
+    try:
+        document = json.loads(raw.decode("utf-8-sig"))
+    except (UnicodeDecodeError, json.JSONDecodeError) as exc:
+        fail(f"{name} is not a JSON document: {exc}; nothing was imported")
+    with open_memory(db, create=True) as m:
+        try:
+            ids = m.import_pam(document, **owner(org, user, agent, project))
+        except ValidationError as exc:
+            fail(f"{name}: {exc}; nothing was imported", kind="ValidationError")
+        if wait:
+            m.flush()
+    if as_json:
+        print_json({"imported": len(ids), "memory_ids": ids})
+        return
+    typer.echo(f"imported {_count(len(ids), 'memory', 'memories')} from {name} (PAM)")
 
 
 def _default_source(fmt: str, root: Path) -> Path:
@@ -381,6 +422,9 @@ def export(
     ] = True,
     candidates: Annotated[bool, typer.Option(
         "--candidates", help="agents-md: also the memories not confirmed yet.")] = False,
+    file_format: Annotated[str | None, typer.Option(
+        "--format", help="jsonl (the default), agents-md, or pam: a Portable AI Memory (PAM "
+        "1.0) memory-store.json of the derived memories.")] = None,
     db: DbOpt = None, org: OrgOpt = None, user: UserOpt = None, agent: AgentOpt = None,
     project: ProjectOpt = None, session: SessionOpt = None, as_json: JsonOpt = False,
 ) -> None:
@@ -390,11 +434,18 @@ def export(
     With --json: the memories as one JSON array on stdout; with --out as well, the file
     is JSON Lines and stdout says {"exported": N, "path": ...}.
 
-    Examples: remem export --user alice --out alice.jsonl ; remem export agents-md --out AGENTS.md
+    Examples: remem export --user alice --out alice.jsonl ; remem export agents-md --out AGENTS.md ;
+    remem export --format pam --user alice --out memory-store.json
     """
+    if file_format is not None and fmt is not None and file_format != fmt:
+        fail(f"two formats given: {fmt} and --format {file_format}")
+    fmt = fmt or (None if file_format == "jsonl" else file_format)
+    if fmt == "pam":
+        _export_pam(out, db=db, org=org, user=user, agent=agent, project=project, as_json=as_json)
+        return
     if fmt is not None:
         if fmt != "agents-md":
-            fail(f"unknown export format {fmt!r}", hint="use agents-md, or none for JSON Lines")
+            fail(f"unknown export format {fmt!r}", hint="use agents-md or pam, or none for JSON Lines")
         _export_agents_md(out, candidates, db=db, org=org, user=user, agent=agent, project=project,
                           as_json=as_json)
         return
@@ -414,6 +465,25 @@ def export(
         print_json({"exported": count, "path": str(out)})
         return
     err_console().print(f"exported {count} memories to {out}", markup=False, highlight=False)
+
+
+def _export_pam(out: Path | None, *, db: str | None, org: str | None, user: str | None,
+                agent: str | None, project: str | None, as_json: bool) -> None:
+    from ..cube.pam import dumps
+
+    with open_memory(db) as m:
+        document = m.export_pam(**owner(org, user, agent, project))
+    text = dumps(document)
+    if out is None:
+        sys.stdout.write(text)
+        return
+    with boundary():
+        write_atomic(out, [text])
+    count = len(document["memories"])
+    if as_json:
+        print_json({"exported": count, "path": str(out), "format": "pam"})
+        return
+    err_console().print(f"exported {count} memories to {out} (PAM)", markup=False, highlight=False)
 
 
 def _export_agents_md(out: Path | None, candidates: bool, *, db: Path | None, org: str | None,

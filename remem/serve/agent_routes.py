@@ -12,7 +12,7 @@ from ..memory import Memory
 from ..model import Context, JobInfo, MemoryItem, TopicNode
 from .auth import Authenticator, Principal
 from .errors import ApiError
-from .routes import ERRORS, AgentQ, MemoryId, OrgQ, ProjectQ, UserQ
+from .routes import ERRORS, AgentQ, MemoryId, OrgQ, ProjectQ, UserQ, confine_write
 from .schemas import OwnerFields, ScopeFields
 
 __all__ = ["agent_routes"]
@@ -104,12 +104,14 @@ def agent_routes(memory: Memory, auth: Authenticator) -> APIRouter:
 
     @router.post("/remember", status_code=201, tags=["memory agent"])
     def remember(body: RememberRequest, who: Annotated[Principal, Depends(write)]) -> MemoryItem:
-        """Keep a memory directly; returns the memory it became (new, merged or superseding)."""
-        org, user = who.confine(body.org_id, body.user_id)
+        """Keep a memory directly; returns the memory it became (new, merged or superseding).
+        A user's key may name a team's (or another user's) scope it holds a write grant on;
+        the memory then records the key's user as its writer."""
+        org, user, writer = confine_write(who, body.org_id, body.user_id)
         return memory.remember(body.text, kind=body.kind, subject=body.subject, org_id=org,
                                user_id=user, agent_id=body.agent_id, project=body.project,
                                session_id=body.session_id, role=body.role, pinned=body.pinned,
-                               metadata=body.metadata)
+                               metadata=body.metadata, writer=writer)
 
     @router.post("/context", tags=["memory agent"])
     def context(body: ContextRequest, who: Annotated[Principal, Depends(read)]) -> Context:

@@ -20,6 +20,7 @@ from .limits import BodyLimit
 from .log_routes import log_routes
 from .proxy import ChatProxy, proxy_routes
 from .routes import memory_routes, service_routes
+from .share_routes import share_routes
 from .ui import install_console
 
 __all__ = ["create_app"]
@@ -62,6 +63,7 @@ def create_app(memory: Memory, *, config: ServerConfig | None = None) -> FastAPI
     app.include_router(memory_routes(memory, auth, hub))
     app.include_router(agent_routes(memory, auth))
     app.include_router(log_routes(memory, auth))
+    app.include_router(share_routes(memory, auth))
     app.include_router(event_routes(hub, auth))
     app.include_router(proxy_routes(proxy, auth))
     install_console(app, memory, auth)

@@ -49,6 +49,18 @@ AgentQ = Annotated[str | None, Query()]
 ProjectQ = Annotated[str | None, Query()]
 
 
+def confine_write(who: Principal, org_id: str | None,
+                  user_id: str | None) -> tuple[str | None, str | None, str | None]:
+    """``(org, user, writer)`` of a write. A user's key writes as that user; naming another
+    user (a team's scope) it writes there as ``writer``, which the facade lets through only
+    with a write grant (403 ``permission_denied`` otherwise), and records on what it writes."""
+    if who.user_id is None or user_id is None or user_id == who.user_id:
+        org, user = who.confine(org_id, user_id)
+        return org, user, None
+    org, _ = who.confine(org_id, None)
+    return org, user_id, who.user_id
+
+
 def service_routes(memory: Memory, auth: Authenticator, keys: KeyStore) -> APIRouter:
     """Health, readiness and store-wide statistics."""
     router = APIRouter(prefix="/v1", tags=["service"])
@@ -89,10 +101,10 @@ def memory_routes(memory: Memory, auth: Authenticator, hub: EventHub) -> APIRout
     def add(body: AddRequest, who: Annotated[Principal, Depends(write)]) -> AddResult:
         """Store each message verbatim as an episode, in one transaction; embedding follows
         in the background (``job_ids``; see ``/v1/events/stream`` for when it is done)."""
-        org, user = who.confine(body.org_id, body.user_id)
+        org, user, writer = confine_write(who, body.org_id, body.user_id)
         result = memory.add(body.messages, org_id=org, user_id=user, agent_id=body.agent_id,
                             project=body.project, session_id=body.session_id,
-                            timestamp=body.timestamp, metadata=body.metadata)
+                            timestamp=body.timestamp, metadata=body.metadata, writer=writer)
         hub.ingested(result, org_id=org, user_id=user, session_id=body.session_id)
         return result
 
@@ -115,7 +127,7 @@ def memory_routes(memory: Memory, auth: Authenticator, hub: EventHub) -> APIRout
             session_id=body.session_id, k=body.k, kinds=body.kinds, since=body.since,
             until=body.until, as_of=body.as_of, budget_tokens=body.budget_tokens,
             include_episodes=body.include_episodes, include_superseded=body.include_superseded,
-            include_archived=body.include_archived)
+            include_archived=body.include_archived, include_shared=body.include_shared)
         return SearchResponse(hits=hits)
 
     @router.post("/flush", tags=["memories"])

@@ -89,6 +89,8 @@ class SearchRequest(ScopeFields):
     include_episodes: bool = True
     include_superseded: bool = False
     include_archived: bool = False
+    include_shared: bool = Field(True, description="also what other users shared with the "
+                                 "caller (each such hit names its grant in shared_by)")
 
 
 class UpdateRequest(OwnerFields):

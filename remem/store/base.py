@@ -9,10 +9,10 @@ from typing import Any, Protocol
 
 import numpy as np
 
-from ..model import HeedRate, HistoryEntry, Injection, JobInfo, MemoryItem, Page, Scope, Source
+from ..model import HeedRate, HistoryEntry, Injection, JobInfo, MemoryItem, Page, Scope, Share, Source
 
 __all__ = ["ApiKeyStore", "CopyStore", "Filters", "GraphStore", "InjectionLog", "Job", "JobStore",
-           "MemoryStore", "NewInjection", "NewMemory", "RecallStore", "Store", "TopicRowLike",
+           "MemoryStore", "NewInjection", "NewMemory", "RecallStore", "ShareStore", "Store", "TopicRowLike",
            "Transaction", "WorkingMemoryStore"]
 
 
@@ -367,6 +367,24 @@ class InjectionLog(Protocol):
     def heed_rates(self, scope: Scope, *, since: float | None = None) -> list[HeedRate]: ...
 
 
+class ShareStore(Protocol):
+    """Grants between scopes (see :class:`~remem.model.Share`). Reads stay inside one org;
+    the store checks nothing else: who may grant what is decided above it."""
+
+    def put_share(self, share: Share) -> Share:
+        """Store a grant; a grant of the same scope to the same grantee has its access
+        changed instead, and is returned with its own id and creation time."""
+
+    def drop_share(self, share_id: str, org_id: str) -> Share | None:
+        """Delete a grant of this org; the grant deleted, or None when there was none."""
+
+    def shares(self, org_id: str, *, user_id: str | None = None, project: str | None = None,
+               grantee_kind: str | None = None, grantee: str | None = None,
+               share_id: str | None = None) -> list[Share]:
+        """The org's grants, oldest first; each given argument narrows them (``user_id`` and
+        ``project`` name the scope shared, exactly)."""
+
+
 class Store(MemoryStore, RecallStore, GraphStore, WorkingMemoryStore, JobStore, ApiKeyStore,
-            CopyStore, InjectionLog, Protocol):
+            CopyStore, InjectionLog, ShareStore, Protocol):
     """Everything the layers above use; each adapter implements all of it."""

@@ -7,10 +7,10 @@ from collections.abc import Sequence
 from datetime import datetime, timezone
 from typing import Any
 
-from ..model import JobInfo, MemoryItem
+from ..model import JobInfo, MemoryItem, Share
 
-__all__ = ["COLUMNS", "JOB_COLUMNS", "KEY_COLUMNS", "LOCAL_META", "TRANSFER", "TopicRow", "dt",
-           "job_info", "row_to_item"]
+__all__ = ["COLUMNS", "JOB_COLUMNS", "KEY_COLUMNS", "LOCAL_META", "SHARE_COLUMNS", "TRANSFER",
+           "TopicRow", "dt", "job_info", "row_to_item", "row_to_share"]
 
 #: The memory columns, in the order :func:`row_to_item` reads them (alias ``m``).
 COLUMNS = (
@@ -63,6 +63,16 @@ class TopicRow:
 #: The API key columns, in the order the key records are read and written.
 KEY_COLUMNS = "id, hash, org_id, user_id, scopes, name, created_at, revoked_at, last_used_at"
 
+#: The grant columns, in the order :func:`row_to_share` reads them.
+SHARE_COLUMNS = "id, org_id, user_id, project, grantee_kind, grantee, access, created_at, created_by"
+
+
+def row_to_share(row: Sequence[Any]) -> Share:
+    """A grant from a row of :data:`SHARE_COLUMNS`."""
+    return Share(id=row[0], org_id=row[1], user_id=row[2], project=row[3], grantee_kind=row[4],
+                 grantee=row[5], access=row[6], created_at=dt(row[7]), created_by=row[8])
+
+
 #: What ``remem migrate`` copies, table by table in this order, as adapter-neutral rows
 #: (ids and row ids kept, so references stay valid; ``vec`` is float32 bytes or None).
 TRANSFER: dict[str, tuple[str, ...]] = {
@@ -88,6 +98,7 @@ TRANSFER: dict[str, tuple[str, ...]] = {
                    "session_id", "query", "tokens", "text"),
     "injection_items": ("injection_rowid", "rank", "memory_rowid", "section", "channels",
                         "used_at"),
+    "shares": tuple(SHARE_COLUMNS.split(", ")),
 }
 #: Meta keys that belong to one store and are not copied (its own counters).
 LOCAL_META = ("changes", "vector_generation")

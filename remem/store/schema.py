@@ -222,6 +222,24 @@ MIGRATIONS: list[str] = [
     """
     CREATE INDEX memories_page ON memories (org_id, raw, rowid);
     """,
+    # 7: grants: who else may read or write a user's (or a team's) scope or project
+    """
+    CREATE TABLE shares (
+        id TEXT PRIMARY KEY,
+        org_id TEXT NOT NULL,
+        user_id TEXT,
+        project TEXT,
+        grantee_kind TEXT NOT NULL,
+        grantee TEXT NOT NULL,
+        access TEXT NOT NULL,
+        created_at REAL NOT NULL,
+        created_by TEXT
+    );
+    -- one grant per scope and grantee: granting again changes its access
+    CREATE UNIQUE INDEX shares_one ON shares (org_id, COALESCE(user_id, ''), COALESCE(project, ''),
+                                              grantee_kind, grantee);
+    CREATE INDEX shares_grantee ON shares (org_id, grantee_kind, grantee);
+    """,
 ]
 
 SCHEMA_VERSION = len(MIGRATIONS)

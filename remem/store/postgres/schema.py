@@ -243,6 +243,24 @@ MIGRATIONS: list[str] = [
 
     CREATE INDEX memories_page ON memories (org_id, raw, rowid);
     """,
+    # 3: grants (SQLite's 7)
+    """
+    CREATE TABLE shares (
+        org_id TEXT NOT NULL,
+        id TEXT NOT NULL,
+        user_id TEXT,
+        project TEXT,
+        grantee_kind TEXT NOT NULL,
+        grantee TEXT NOT NULL,
+        access TEXT NOT NULL,
+        created_at DOUBLE PRECISION NOT NULL,
+        created_by TEXT,
+        PRIMARY KEY (org_id, id)
+    );
+    CREATE UNIQUE INDEX shares_one ON shares (org_id, COALESCE(user_id, ''), COALESCE(project, ''),
+                                              grantee_kind, grantee);
+    CREATE INDEX shares_grantee ON shares (org_id, grantee_kind, grantee);
+    """,
 ]
 
 SCHEMA_VERSION = len(MIGRATIONS)

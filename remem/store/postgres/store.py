@@ -44,6 +44,7 @@ from .copy import PostgresCopy
 from .injections import PostgresInjections
 from .ops import PostgresOps
 from .schema import MIGRATIONS, SCHEMA_VERSION
+from .shares import PostgresShares
 
 try:
     import psycopg
@@ -78,7 +79,7 @@ def masked(url: str) -> str:
     return re.sub(r"(://[^:/@]+):[^@]*@", r"\1:***@", url)
 
 
-class PostgresStore(PostgresOps, PostgresInjections, PostgresCopy):
+class PostgresStore(PostgresOps, PostgresInjections, PostgresShares, PostgresCopy):
     """Episodes, memories, passages, full text, vectors, history, edges, jobs and keys in
     one PostgreSQL database (with the ``vector`` extension).
 
