@@ -203,22 +203,24 @@ def _forward(text: str, today: datetime) -> list[tuple[int, int, tuple[datetime,
     return found
 
 
-def _coming(text: str, today: datetime) -> list[tuple[int, int, tuple[datetime, datetime, Grain]]]:
-    """A weekday named alone, read as the next such day (today excluded)."""
+def _coming(text: str, today: datetime, *, ahead: bool
+            ) -> list[tuple[int, int, tuple[datetime, datetime, Grain]]]:
+    """A weekday named alone: the next such day (``ahead``) or the last (today excluded)."""
     found = []
     for m in _BARE_WEEKDAY.finditer(text):
         index = _WEEKDAYS.index(m.group(1).lower()) if m.group(1) else _ZH_WEEKDAYS[m.group(2)]
-        ahead = (index - today.weekday()) % 7 or 7
-        found.append((m.start(), m.end(), _span(today + timedelta(days=ahead), "day")))
+        shift = (index - today.weekday()) % 7 or 7 if ahead else \
+            -((today.weekday() - index) % 7 or 7)
+        found.append((m.start(), m.end(), _span(today + timedelta(days=shift), "day")))
     return found
 
 
-def _candidates(text: str, today: datetime, *, forward: bool = False
+def _candidates(text: str, today: datetime, *, forward: bool = False, weekdays: bool = False
                 ) -> list[tuple[int, int, tuple[datetime, datetime, Grain]]]:
     found = _forward(text, today)
-    if forward:
+    if weekdays:
         taken = [(b, e) for b, e, _ in found]
-        found += [c for c in _coming(text, today)
+        found += [c for c in _coming(text, today, ahead=forward)
                   if not any(b <= c[0] < e or c[0] <= b < c[1] for b, e in taken)]
     for pattern, key in _NAMED:
         for m in re.finditer(pattern, text, re.IGNORECASE):
@@ -259,18 +261,20 @@ def _date(today: datetime, year: str | None, month: str, day: str) -> tuple[date
     return _span(start, "day")
 
 
-def find_date(text: str, ref: datetime | None, *, forward: bool = False) -> DateRef | None:
+def find_date(text: str, ref: datetime | None, *, forward: bool = False,
+              weekdays: bool = False) -> DateRef | None:
     """The first date phrase in ``text`` resolved against ``ref`` (the turn's time), or None.
 
-    ``forward`` reads a weekday named alone ("on Friday", "周五") as the coming one, as a
-    request for something still to do means; otherwise it is the last one before ``ref``.
+    ``weekdays`` also reads a weekday named alone ("on Friday", "周五"): the last one
+    before ``ref``, or with ``forward`` the coming one, as a request for something still
+    to do means.
 
     ``ref`` keeps its time zone, so "yesterday" is the day before in the speaker's zone
     when the turn carries one. Without ``ref`` nothing can be resolved and None is returned.
     """
     if ref is None:
         return None
-    found = _candidates(text, _midnight(ref), forward=forward)
+    found = _candidates(text, _midnight(ref), forward=forward, weekdays=weekdays)
     if not found:
         return None
     begin, finish, (start, end, grain) = min(found, key=lambda f: (f[0], -f[1]))

@@ -31,7 +31,7 @@ from typing import Literal
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 
 from ..model import KINDS
-from ..text import clauses, has_cjk
+from ..text import clauses, content_words, has_cjk
 from .dates import DateRef, find_date
 from .heads import Reader, Reading
 from .requests import asks_to_forget
@@ -130,13 +130,15 @@ _CUES: dict[str, re.Pattern[str]] = {
                            r"记录|记一下|记着|记个|备忘|存一下", re.I),
 }
 #: the order cues are tried in: the more specific verbs first ("remind me what ..." is a
-#: reminder, "note that X changed" an update)
-_ORDER = ("remind", "summarise", "share", "pin", "link", "forget", "update", "search",
-          "remember")
+#: reminder; "remember that the standup moved" is kept as said, the agent judges the change)
+_ORDER = ("remind", "summarise", "share", "pin", "link", "forget", "search", "remember",
+          "update")
 #: Where one request holds two commands: "and", "then", "also" before a clause of its own,
 #: and their Chinese counterparts.
 _JOIN = re.compile(r"\s*(?:,\s*)?\b(?:and then|and also|and|then|also|plus)\s+(?=\S)|"
                    r"(?:然后|并且|并|而且|再|还要|还有|顺便|同时|以及|另外)(?=\S)", re.I)
+_LEADING_JOIN = re.compile(r"^(?:and then|and also|and|then|also|plus)\b\s*|"
+                           r"^(?:然后|并且|并|而且|再|还要|还有|顺便|同时|以及|另外)", re.I)
 _POINTER = re.compile(r"\b(?:it|this|that|them|these|those)\b|这条|这个|那条|那个|它|这些|那些",
                       re.I)
 #: a person a clause names: "with Li Lei", "和李雷"
@@ -203,6 +205,31 @@ def _without(text: str, date: DateRef | None) -> str:
     return " ".join(re.sub(r"\s+([,.])", r"\1", out).split()).strip(" ,，")
 
 
+_TAIL = re.compile(r"^(?:not|rather than|instead of|but not)\b|^(?:不是|而不是|不再是)", re.I)
+_EN_TOPIC = re.compile(r"^(?:everything|anything|all|what you know|whatever you have)\s+"
+                       r"(?:about|on|regarding)\s+|^(?:the\s+)?(?:memory|memories|note|notes)\s+"
+                       r"(?:about|on|of)\s+", re.I)
+_ZH_TOPIC = re.compile(r"^(?:关于|有关)|(?:的(?:所有|全部)?(?:内容|记录|记忆|信息|东西)|的一切)$")
+
+
+def _topic(text: str, lang: str) -> str:
+    """What a forget or pin is about, without "everything about" / "关于...的记录"."""
+    return (_ZH_TOPIC if lang == "zh" else _EN_TOPIC).sub("", text).strip() or text
+
+
+def _tail(piece: str, lang: str) -> bool:
+    """A clause that only completes the one before ("not 15", "不是李强")."""
+    return bool(_TAIL.search(piece.strip())) and len(content_words(piece)) <= 3
+
+
+def _last_memory(before: Sequence[Step]) -> int | None:
+    """The step whose memory "it" names: the last one that wrote a memory."""
+    for n in range(len(before) - 1, -1, -1):
+        if before[n].operator in ("remember", "update", "remind"):
+            return n
+    return len(before) - 1 if before else None
+
+
 _PARTICLES = re.compile(r"^(?:把|将|给|对|让)|(?:一下|下来|起来|吧|了)$")
 
 
@@ -211,7 +238,7 @@ def _pointer_only(piece: str, lang: str) -> bool:
     rest = piece
     for cue in _CUES.values():
         rest = cue.sub(" ", rest)
-    rest = _clean(rest, lang)
+    rest = _clean(_JOIN.sub(" ", _LEADING_JOIN.sub("", rest.strip())), lang)
     if lang == "zh":
         rest = _PARTICLES.sub("", rest.replace(" ", ""))
     else:
@@ -273,13 +300,20 @@ class RulesPlanner:
         pieces = self.segments(text)
         readings = self.reader.read(pieces, ["user"] * len(pieces)) if pieces else []
         steps: list[Step] = []
+        carried: str | None = None
         for piece, reading in zip(pieces, readings, strict=True):
             op = self._operator(piece, reading)
-            if op in ("remember", "update") and steps and _pointer_only(piece, lang) and \
-                    steps[-1].operator in ("remember", "update"):
-                # "..., remember that": the statement before is what to keep
-                steps[-1] = steps[-1].model_copy(update={"operator": op})
+            if op in ("remember", "update") and _pointer_only(piece, lang):
+                if steps and steps[-1].operator in ("remember", "update"):
+                    # "..., remember that": the statement before is what to keep
+                    steps[-1] = steps[-1].model_copy(update={"operator": op})
+                else:  # "纠正一下，...": the verb says what the next clause is
+                    carried = op
                 continue
+            if steps and self._cue(piece) is None and _tail(piece, lang):
+                op = None  # "..., not Lee": the rest of the clause before
+            elif carried is not None and op in ("remember", "update", None):
+                op, carried = carried, None
             if op is None:
                 if steps and steps[-1].operator in ("remember", "update", "remind") and \
                         steps[-1].text:
@@ -298,10 +332,10 @@ class RulesPlanner:
             return cue
         if cue == "search" and reading.intent != "instruction":
             return "search"
-        if reading.intent in ("update", "correction") and reading.intent_p >= 0.5:
-            return "update"
         if cue in ("update", "remember"):
             return cue
+        if reading.intent in ("update", "correction") and reading.intent_p >= 0.5:
+            return "update"
         if reading.worth and reading.intent not in ("chitchat",):
             return "remember"
         return None
@@ -310,9 +344,10 @@ class RulesPlanner:
                before: Sequence[Step]) -> list[Step]:
         here = len(before)
         forward = op == "remind"
-        date = find_date(piece, now, forward=forward)
+        date = find_date(piece, now, forward=forward, weekdays=True)
         body = _clean(_without(piece, date), lang)
-        ref = here - 1 if _pointer_only(piece, lang) and before else None
+        last = _last_memory(before)
+        ref = last if _pointer_only(piece, lang) else None
         if op == "remind":
             m = _SPLIT_REMIND_EN.search(body) if lang == "en" else None
             if m and m.start() < 12:  # "remind me on Friday to ...": what follows "to"
@@ -340,7 +375,7 @@ class RulesPlanner:
             m = _LINK_TO.search(body)
             entity = (m.group(1) or m.group(2)).strip() if m else body
             what = body[:m.start()].strip() if m else ""
-            target = ref if (not what or _POINTER.fullmatch(what)) and before else None
+            target = last if not what or _POINTER.fullmatch(what) else None
             return [Step(operator="link", entity=entity or body, ref=target,
                          text=None if target is not None else (what or None))]
         if op == "share":
@@ -349,11 +384,10 @@ class RulesPlanner:
             audience = "team" if audience.lower() in ("team", "everyone", "everybody", "all") or \
                 audience in ("团队", "大家", "所有人", "组里", "全组") else audience
             what = _AUDIENCE.sub("", body).strip(" ,，") if m else body
-            if _POINTER.fullmatch(what.strip()) or not what:
-                return [Step(operator="share", ref=here - 1 if before else None,
-                             text=None if before else piece, audience=audience)]
+            if _pointer_only(what, lang) and last is not None:
+                return [Step(operator="share", ref=last, audience=audience)]
             return [Step(operator="share", text=what, audience=audience)]
         # forget, pin: a memory named by its words, or the step before ("pin it")
         if ref is not None:
             return [Step(operator=op, ref=ref)]  # type: ignore[arg-type]
-        return [Step(operator=op, text=body or piece)]  # type: ignore[arg-type]
+        return [Step(operator=op, text=_topic(body or piece, lang))]  # type: ignore[arg-type]
