@@ -11,6 +11,7 @@ from .. import __version__
 from ..config import ServerConfig
 from ..memory import Memory
 from .agent_routes import agent_routes
+from .do_routes import do_routes
 from .auth import Authenticator
 from .errors import install_error_handlers
 from .events import EventHub, event_routes
@@ -61,6 +62,7 @@ def create_app(memory: Memory, *, config: ServerConfig | None = None) -> FastAPI
     app.include_router(service_routes(memory, auth, keys))
     app.include_router(memory_routes(memory, auth, hub))
     app.include_router(agent_routes(memory, auth))
+    app.include_router(do_routes(memory, auth))
     app.include_router(log_routes(memory, auth))
     app.include_router(event_routes(hub, auth))
     app.include_router(proxy_routes(proxy, auth))
