@@ -30,6 +30,7 @@ from .embed import Embedder, create_embedder
 from .errors import ClosedError, EmbeddingError, NotFoundError, ValidationError
 from .extract.base import Extractor
 from .extract.heads import Reader
+from .extract.plan_factory import Planner, create_planner
 from .model import (
     EPISODE_KINDS,
     KINDS,
@@ -56,7 +57,6 @@ from .organize.skills import render_skill_md
 from .organize.team import TeamPlan, team_plan
 from .retrieve import Retriever
 from .retrieve.context import CORE_KINDS, ContextOptions, build_context, core_memories
-from .extract.plan_factory import Planner, create_planner
 from .schedule import (
     DEFAULT_TRIGGERS,
     Trigger,
@@ -1260,6 +1260,18 @@ class AsyncMemory:
 
     async def heed(self, **kwargs: Any) -> builtins.list[HeedRate]:
         return await self._run("heed", **kwargs)
+
+    async def do(self, text: str, **kwargs: Any) -> DoResult:
+        return await self._run("do", text, **kwargs)
+
+    async def plan(self, request: str, **kwargs: Any) -> TeamPlan:
+        return await self._run("plan", request, **kwargs)
+
+    async def reminders(self, **kwargs: Any) -> builtins.list[MemoryItem]:
+        return await self._run("reminders", **kwargs)
+
+    async def dismiss_reminder(self, memory_id: str, **kwargs: Any) -> MemoryItem:
+        return await self._run("dismiss_reminder", memory_id, **kwargs)
 
     async def flush(self, timeout: float | None = None) -> bool:
         return await self._run("flush", timeout)

@@ -6,7 +6,6 @@ from __future__ import annotations
 
 import importlib.util
 import io
-import json
 from collections.abc import Callable, Iterator
 from pathlib import Path
 

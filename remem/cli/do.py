@@ -9,7 +9,7 @@ import typer
 from rich.markup import escape
 from rich.table import Table
 
-from .app import AgentOpt, DbOpt, JsonOpt, OrgOpt, ProjectOpt, UserOpt, app, open_memory, scope
+from .app import AgentOpt, DbOpt, JsonOpt, OrgOpt, ProjectOpt, UserOpt, app, open_memory, owner
 from .commands import IdArg
 from .output import out_console, print_json, render_items
 
@@ -33,7 +33,7 @@ def do(
     tomorrow to write the technical report" --user alice --dry-run
     """
     with open_memory(db, create=not dry_run) as m:
-        result = m.do(text, dry_run=dry_run, **scope(org, user, agent, project))
+        result = m.do(text, dry_run=dry_run, **owner(org, user, agent, project))
     if as_json:
         print_json(result.model_dump(mode="json", exclude_none=True))
         return
@@ -57,7 +57,7 @@ def reminders(
     Example: remem reminders --user alice --due
     """
     with open_memory(db) as m:
-        found = m.reminders(due=due, **scope(org, user, agent, project))
+        found = m.reminders(due=due, **owner(org, user, agent, project))
     if as_json:
         print_json([r.model_dump(mode="json") for r in found])
     else:
@@ -76,7 +76,7 @@ def dismiss(
     Example: remem dismiss m_01a2... --user alice --done
     """
     with open_memory(db) as m:
-        item = m.dismiss_reminder(memory_id, done=done, **scope(org, user, agent, project))
+        item = m.dismiss_reminder(memory_id, done=done, **owner(org, user, agent, project))
     if as_json:
         print_json(item.model_dump(mode="json"))
     else:
@@ -96,7 +96,7 @@ def team_plan(
     Example: remem team-plan "a login page with its API" --user alice --project shop
     """
     with open_memory(db) as m:
-        result = m.plan(request, agent_id=leader, **scope(org, user, None, project))
+        result = m.plan(request, agent_id=leader, org_id=org, user_id=user, project=project)
     if as_json:
         print_json(result.model_dump(mode="json"))
         return

@@ -164,8 +164,8 @@ _AHEAD = re.compile(
     r"\s+(day|week|month)s?\b"
     r"|(\d+|[一二两三四五六七八九十几]+)\s*(天|周|个星期|星期|个礼拜|礼拜|个月)(?:以?后|之后)",
     re.IGNORECASE)
-_NEXT_WEEKDAY = re.compile(r"\bnext\s+(" + "|".join(_WEEKDAYS) + r")\b|下(?:周|个?星期|个?礼拜)([一二三四五六日天])",
-                           re.IGNORECASE)
+_NEXT_WEEKDAY = re.compile(r"\bnext\s+(" + "|".join(_WEEKDAYS) + r")\b"
+                           r"|下(?:周|个?星期|个?礼拜)([一二三四五六日天])", re.IGNORECASE)
 _BARE_WEEKDAY = re.compile(r"\b(?:on\s+|this\s+)?(" + "|".join(_WEEKDAYS) + r")\b"
                            r"|(?:这|本)?(?:周|星期|礼拜)([一二三四五六日天])", re.IGNORECASE)
 _WEEKDAY = re.compile(r"\b(last|on|this past)\s+(" + "|".join(_WEEKDAYS) + r")\b|上周([一二三四五六日天])",

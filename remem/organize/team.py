@@ -50,7 +50,8 @@ _ZH_AFTER = re.compile(r"(?:之后|以后|完成后|好了后|起来后|上线�
 _EN_CHECK = re.compile(r"\b(?:runs?|does|do|performs?|checks?|verif(?:y|ies)|executes?)\s+"
                        r"(?:the\s+)?(.+)$", re.I)
 _ZH_CHECK = re.compile(r"(?:跑|做|执行|进行|负责)(.+?(?:测试|检查|验证))")
-_EN_WHEN = re.compile(r"^(?:(?:correction|update|change of plan|note)\s*[:,-]?\s*)?(?:for|when|whenever|on|with)\s+(?:a\s+|an\s+|the\s+|any\s+|every\s+)?",
+_EN_WHEN = re.compile(r"^(?:(?:correction|update|change of plan|note)\s*[:,-]?\s*)?"
+                      r"(?:for|when|whenever|on|with)\s+(?:a\s+|an\s+|the\s+|any\s+|every\s+)?",
                       re.I)
 _ZH_WHEN = re.compile(r"^(?:以后|今后|对于|遇到|碰到|凡是|如果是|像)?")
 

@@ -11,8 +11,8 @@ from .. import __version__
 from ..config import ServerConfig
 from ..memory import Memory
 from .agent_routes import agent_routes
-from .do_routes import do_routes
 from .auth import Authenticator
+from .do_routes import do_routes
 from .errors import install_error_handlers
 from .events import EventHub, event_routes
 from .hosts import HostGuard, allowed_hosts
