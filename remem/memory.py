@@ -980,7 +980,8 @@ class Memory:
         result = DoResult(request=body, planner=plan.planner, dry_run=dry_run, steps=plan.steps)
         if dry_run:
             return result
-        done = Executor(self, scope, now=self.clock, chunk_tokens=self.config.chunk_tokens).run(plan)
+        done = Executor(self, scope, now=self.clock, screen=self.agent.screen_text,
+                        chunk_tokens=self.config.chunk_tokens).run(plan)
         self._pending.update(self.store.queued("embed"))
         if self.config.run_worker:
             self.worker.wake()

@@ -77,8 +77,10 @@ class Executor:
     """Runs the steps of a plan for one scope at the time ``now`` gives."""
 
     def __init__(self, memory: Facade, scope: Scope, *, now: Callable[[], float],
+                 screen: Callable[[str], str | None] = lambda text: None,
                  chunk_tokens: int = 200) -> None:
         self.memory = memory
+        self.screen = screen
         self.scope = scope
         self.now = now
         self.chunk_tokens = chunk_tokens
@@ -180,9 +182,13 @@ class Executor:
         now = self.now()
         due = _day(step.date).timestamp() if step.date else now
         scope = self.scope.model_copy(update={"session_id": None})
+        held = self.screen(step.text)  # a reminder is shown to the model: screened like any text
         memory_id = new_reminder(self.memory.store, scope, step.text, due, now=now,
-                                 passages=split_passages(step.text, self.chunk_tokens))
+                                 passages=split_passages(step.text, self.chunk_tokens), held=held)
         day = datetime.fromtimestamp(due, timezone.utc).date().isoformat()
+        if held is not None:
+            return StepResult(operator="remind", ok=False, did=f"reminder {memory_id} held for "
+                              f"review: {held}", memory_ids=[memory_id], detail={"due": day})
         return StepResult(operator="remind", ok=True, did=f"reminder {memory_id} due {day}",
                           memory_ids=[memory_id], detail={"due": day, "text": step.text})
 

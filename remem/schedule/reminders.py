@@ -40,9 +40,11 @@ def _due(item: MemoryItem) -> float | None:
 
 
 def new_reminder(store: Store, scope: Scope, text: str, due: float, *, now: float,
-                 passages: Sequence[str], source_ids: Sequence[str] = ()) -> str:
+                 passages: Sequence[str], source_ids: Sequence[str] = (),
+                 held: str | None = None) -> str:
     """Write a reminder due at ``due`` (epoch seconds) and queue its ``remind`` job, in
-    the caller's transaction; returns its id."""
+    the caller's transaction; returns its id. A ``held`` one (the screening's reason) is
+    held for review: it shows nowhere until a person approves it."""
     memory_id = new_id("m_")
     iso = datetime.fromtimestamp(due, timezone.utc).date().isoformat()
     store.insert([NewMemory(
@@ -50,6 +52,8 @@ def new_reminder(store: Store, scope: Scope, text: str, due: float, *, now: floa
         event_time=due, subject="user", passages=passages, source_ids=source_ids,
         metadata={REMINDER: {"due": due, "due_date": iso, "state": "open"}, "rule": "do.remind"},
     )], new_id("j_"))
+    if held is not None:
+        store.set_fields(memory_id, None, action="held", status="held", reason=held)
     store.enqueue("remind", {"memory_id": memory_id}, job_id=new_id("j_"),
                   delay_s=max(0.0, due - now), key=f"remind:{memory_id}", org_id=scope.org_id)
     return memory_id
