@@ -51,6 +51,16 @@ def test_the_leader_splits_a_similar_requirement_as_it_was_taught(mem: Memory) -
     assert mem.plan("Fix the typo in the README", **TEAM).skills == []
 
 
+def test_a_lesson_in_chinese_splits_a_chinese_requirement(mem: Memory) -> None:
+    mem.add("以后全栈的需求，分给后端、前端和测试三个人，后端起来之后测试再开始，测试要跑端口和接口测试",
+            agent_id="leader", **TEAM)
+    mem.flush()
+    plan = mem.plan("新需求：做一个订单列表页面，带后端接口", **TEAM)
+    assert _roles(plan) == {"后端": ([], [], 1), "前端": ([], [], 1),
+                            "测试": (["后端"], ["端口测试", "接口测试"], 2)}
+    assert mem.plan("把 README 里的错别字改一下", **TEAM).skills == []
+
+
 def test_a_correction_changes_the_skill_and_keeps_its_history(team: Memory) -> None:
     first = team.plan(SIMILAR, **TEAM).skills[0]
     team.add(CORRECTION, agent_id="leader", **TEAM)

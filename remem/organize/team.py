@@ -10,9 +10,10 @@ with its own memory and the team's shared one), their order, dependencies and ch
 says which skills apply to a new requirement.
 
 Roles, dependencies ("after", "once", "之后") and checks ("runs ... tests", "跑...测试") are
-read by rules over the closed class of role nouns and ordering words; whether a skill
-applies is judged by the meaning of the requirement against what the skill is for (the
-bundled encoder, English and Chinese alike).
+read by rules over the closed class of role nouns and ordering words; a skill applies
+when the requirement is near in meaning to what the skill is for (the bundled encoder,
+English and Chinese alike) and names something the rule names (its sort of work or a
+role).
 """
 
 from __future__ import annotations
@@ -26,7 +27,7 @@ from pydantic import BaseModel, ConfigDict, Field
 from ..extract.heads import Reader
 from ..model import MemoryItem, Scope
 from ..store.base import Store
-from ..text import clauses, has_cjk
+from ..text import clauses, content_words, has_cjk
 
 __all__ = ["RoleStep", "TeamPlan", "TeamSkill", "read_skill", "refinement", "skill_of",
            "team_plan"]
@@ -243,6 +244,11 @@ def _order(names: Sequence[str], after: dict[str, list[str]]) -> dict[str, int]:
     return step
 
 
+def _named(skill: TeamSkill) -> set[str]:
+    """The words of what a skill is for and of its roles."""
+    return content_words(" ".join([skill.when, *(r.role for r in skill.roles)]))
+
+
 def team_plan(store: Store, reader: Reader, scope: Scope, request: str, *,
               applies_at: float = APPLIES_AT) -> TeamPlan:
     """The leader's skills (in ``scope``, its agent id among them) that apply to
@@ -256,7 +262,11 @@ def team_plan(store: Store, reader: Reader, scope: Scope, request: str, *,
     # what a skill is for, and the whole rule (its roles say what work it covers)
     scores = np.maximum(reader.similarity([s.when for s in skills], request),
                         reader.similarity([s.text for s in skills], request))
+    # near in meaning is not enough (short texts in one language all look alike to the
+    # encoder): the requirement must also name something the rule names
+    asked = content_words(request)
     kept = [s.model_copy(update={"score": round(float(x), 3)})
-            for s, x in zip(skills, scores, strict=True) if float(x) >= applies_at]
+            for s, x in zip(skills, scores, strict=True)
+            if float(x) >= applies_at and asked & _named(s)]
     kept.sort(key=lambda s: -s.score)
     return TeamPlan(request=request, agent_id=scope.agent_id or "", skills=kept)
