@@ -57,6 +57,9 @@ class AgentConfig(BaseModel):
         "rules", description="'rules' (no model), 'llm' (the OpenAI-compatible chat endpoint "
         "in llm_base_url) or 'off' (episodes only)"
     )
+    planner: str = Field(
+        "auto", description="how Memory.do plans a request: 'rules' (no model), 'llm' (the "
+        "chat endpoint in llm_base_url) or 'auto' (the LLM when llm_base_url is set)")
     llm_base_url: str | None = None
     llm_model: str = "gpt-4o-mini"
     llm_api_key: str | None = Field(None, repr=False)
@@ -85,6 +88,13 @@ class AgentConfig(BaseModel):
     def _known_extractor(cls, value: str) -> str:
         if value not in {"rules", "llm", "off"}:
             raise ValueError(f"unknown extractor {value!r}; use 'rules', 'llm' or 'off'")
+        return value
+
+    @field_validator("planner")
+    @classmethod
+    def _known_planner(cls, value: str) -> str:
+        if value not in {"rules", "llm", "auto"}:
+            raise ValueError(f"unknown planner {value!r}; use 'rules', 'llm' or 'auto'")
         return value
 
 
@@ -188,7 +198,7 @@ class Config(BaseModel):
             if f"REMEM_{name.upper()}" in env:
                 values[name] = env[f"REMEM_{name.upper()}"]
         agent = {name: env[f"REMEM_{name.upper()}"]
-                 for name in ("extractor", "llm_base_url", "llm_model", "llm_api_key")
+                 for name in ("extractor", "planner", "llm_base_url", "llm_model", "llm_api_key")
                  if f"REMEM_{name.upper()}" in env}
         if agent:
             values["agent"] = agent

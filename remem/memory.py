@@ -30,6 +30,7 @@ from .embed import Embedder, create_embedder
 from .errors import ClosedError, EmbeddingError, NotFoundError, ValidationError
 from .extract.base import Extractor
 from .extract.heads import Reader
+from .extract.plan_factory import Planner, create_planner
 from .memory_sharing import SharingMethods
 from .model import (
     EPISODE_KINDS,
@@ -55,6 +56,7 @@ from .model import (
 )
 from .organize.agent import MemoryAgent, maturity_for, shared_scope
 from .organize.skills import render_skill_md
+from .organize.team import TeamPlan, team_plan
 from .retrieve import Retriever
 from .retrieve.context import CORE_KINDS, ContextOptions, build_context, core_memories
 from .schedule import (
@@ -68,6 +70,13 @@ from .schedule import (
     prefetch,
     prefetch_handler,
     wait_for,
+)
+from .schedule.orchestrate import DoResult, Executor
+from .schedule.reminders import (
+    due_reminders,
+    open_reminders,
+    remind_handler,
+    settle_reminder,
 )
 from .store import Filters, NewMemory, Store, create_store, is_url, require_store
 from .store.base import Job, NewInjection
@@ -150,12 +159,16 @@ class Memory(SharingMethods):
     again with this embedder (the way to switch models; ``flush()`` waits for it).
     ``create=False`` opens an existing store only: a path with no store raises
     :class:`StoreNotFoundError` instead of creating the file and its folders.
+    ``clock`` gives the present as epoch seconds (default :func:`time.time`): what
+    :meth:`do` resolves "tomorrow" against and when reminders come due.
     """
 
     def __init__(self, path: str | os.PathLike[str] | None = None, *,
                  config: Config | None = None, embedder: Embedder | None = None,
-                 reembed: bool = False, create: bool = True) -> None:
+                 reembed: bool = False, create: bool = True,
+                 clock: Callable[[], float] | None = None) -> None:
         self.config = config or Config.from_env()
+        self.clock: Callable[[], float] = clock or time.time
         target = path if path is not None else self.config.store
         # a URL names a database server; anything else is the path of an SQLite file
         self.path: Path | str = target if is_url(target) else (
@@ -178,6 +191,8 @@ class Memory(SharingMethods):
         # prefetch runs often and must stay cheap: no query embedding
         self._prefetcher = Retriever(self.store, self.embedder,
                                      self.config.retrieval.model_copy(update={"weight_vector": 0.0}))
+        #: called (in the worker's thread) with each reminder whose timer job came due
+        self.reminder_listeners: builtins.list[Callable[[MemoryItem], object]] = []
         self.triggers = Triggers(self.store, [
             t for t in DEFAULT_TRIGGERS
             if (t.job != "extract" or self.extractor is not None)
@@ -188,8 +203,10 @@ class Memory(SharingMethods):
             "extract": extract_handler(self.store, self.extractor, self.agent),
             "prefetch": prefetch_handler(self.store, self._prefetcher, self.config.agent),
             "decay": decay_handler(self.store, self.config.agent),
+            "remind": remind_handler(self.store, self.reminder_listeners),
         })
-        self._context_cache: dict[tuple[Scope, int], tuple[tuple[int, int, int], Context]] = {}
+        self._planner: Planner | None = None
+        self._context_cache: dict[tuple[Scope, int], tuple[tuple[Any, ...], Context]] = {}
         self._pending: set[str] = set()
         self._waiters: builtins.list[tuple[set[str], Callable[[AddResult], object], AddResult]] = []
         self._waiters_lock = threading.Lock()
@@ -215,9 +232,10 @@ class Memory(SharingMethods):
         self.worker.stop()
         self.retriever.close()
         self._prefetcher.close()
-        close_extractor = getattr(self.extractor, "close", None)
-        if close_extractor is not None:
-            close_extractor()
+        for part in (self.extractor, getattr(self._planner, "client", None)):
+            close_part = getattr(part, "close", None)
+            if close_part is not None:
+                close_part()
         self.store.close()
 
     def __enter__(self) -> Memory:
@@ -769,13 +787,17 @@ class Memory(SharingMethods):
             query = clean_text(query, "query", self.config.max_text_chars)
         # without a query the block depends only on the store: reuse it until that changes
         version = self._store_version()
+        # a reminder comes due with time, not with a write: its ids are part of the key
+        due = due_reminders(self.store, shared_scope_of(scope), self.clock()) \
+            if scope.user_id is not None else []
+        key = (version, *(m.id for m in due))
         cached = self._context_cache.get((scope, budget_tokens)) if query is None else None
-        if cached is not None and cached[0] == version:
+        if cached is not None and cached[0] == key:
             return cached[1]
         shared = shared_scope_of(scope).model_copy(update={"nested": True})
         found = self.store.derived(shared, CORE_KINDS, limit=2000)
-        core = core_memories(found, self.store.use_stats([m.id for m in found]), now=time.time(),
-                             idle_days=self.config.agent.core_idle_days)
+        core = due + core_memories(found, self.store.use_stats([m.id for m in found]),
+                                   now=time.time(), idle_days=self.config.agent.core_idle_days)
 
         def search(tokens: int) -> builtins.list[Hit]:
             assert query is not None
@@ -789,7 +811,7 @@ class Memory(SharingMethods):
         if query is None:
             if len(self._context_cache) > 256:
                 self._context_cache.clear()
-            self._context_cache[(scope, budget_tokens)] = (version, ctx)
+            self._context_cache[(scope, budget_tokens)] = (key, ctx)
         return ctx
 
     # --- the injection log ------------------------------------------------------------
@@ -903,10 +925,14 @@ class Memory(SharingMethods):
                  org_id: str | None = None, user_id: str | None = None,
                  agent_id: str | None = None, project: str | None = None,
                  session_id: str | None = None, role: str = "user", pinned: bool = False,
-                 metadata: dict[str, Any] | None = None, writer: str | None = None) -> MemoryItem:
+                 metadata: dict[str, Any] | None = None, writer: str | None = None,
+                 event_time: str | datetime | None = None,
+                 intent: str = "statement") -> MemoryItem:
         """Propose a memory directly (an agent's "remember this"); returns the memory it
         became: a new one, an existing one it merged into, or one that supersedes an old
-        one. The text is also kept verbatim as an episode, its source.
+        one. The text is also kept verbatim as an episode, its source. ``event_time`` is
+        when what it says happened; ``intent`` ``update`` or ``correction`` says it
+        changes something known (the memory agent then looks harder for what it replaces).
 
         ``writer`` names the user who writes, when it is not the scope's owner: team
         memory, or a user's scope shared for writing (PermissionDeniedError without a
@@ -920,13 +946,17 @@ class Memory(SharingMethods):
         check_label(subject, "subject")
         check_label(role, "role")
         meta = {**check_metadata(metadata or {}, "metadata"), **self._check_writer(writer, scope)}
-        now = time.time()
+        now = self.clock()
         episode = NewMemory(id=new_id("e_"), kind="episode", text=body, raw=True, scope=scope,
                             role=role, metadata=meta, observed_at=now, event_time=now,
                             passages=self._passages(body, role))
+        if intent not in ("statement", "update", "correction"):
+            raise ValidationError("intent", f"{intent!r}: use statement, update or correction")
+        happened = parse_time(event_time, "event_time")
         cand = Candidate(kind=kind, text=body, subject=subject or (
             "project" if kind in ("project", "convention", "pitfall", "files") else "user"),
-            source_ids=[episode.id], rule="remember", confidence=0.9)
+            source_ids=[episode.id], rule="remember", confidence=0.9, intent=intent,  # type: ignore[arg-type]
+            event_time=None if happened is None else datetime.fromtimestamp(happened, timezone.utc))
         prepared = self.agent.prepare([(shared_scope_of(scope), cand, body)])
         held = self.agent.screen_text(body, role)
         embed_id = new_id("j_")
@@ -944,6 +974,72 @@ class Memory(SharingMethods):
         if self.config.run_worker:
             self.worker.wake()
         return self.store.items_by_id([memory_id])[0]
+
+    # --- requests in plain language, reminders, team plans ---------------------------
+
+    @property
+    def planner(self) -> Planner:
+        """What :meth:`do` plans with (``config.agent.planner``), made on first use."""
+        if self._planner is None:
+            self._planner = create_planner(self.config.agent, self.reader)
+        return self._planner
+
+    def do(self, text: str, *, org_id: str | None = None, user_id: str | None = None,
+           agent_id: str | None = None, project: str | None = None,
+           dry_run: bool = False) -> DoResult:
+        """Carry out a request in plain language (English or Chinese): it is planned as
+        memory operators (remember, update, forget, search, summarise, link, remind, pin,
+        share; see :mod:`remem.extract.plan`), relative dates resolved against
+        :attr:`clock`, and run in one transaction. ``dry_run`` returns the plan only.
+
+        >>> m.do("Record yesterday's meeting with Li Lei and remind me the day after "
+        ...      "tomorrow to write the technical report", user_id="alice")   # doctest: +SKIP
+        """
+        self._check_open()
+        scope = parse_scope(org_id=org_id, user_id=user_id, agent_id=agent_id, project=project)
+        body = clean_text(text, "text", self.config.max_text_chars)
+        plan = self.planner.plan(body, datetime.fromtimestamp(self.clock(), timezone.utc))
+        result = DoResult(request=body, planner=plan.planner, dry_run=dry_run, steps=plan.steps)
+        if dry_run:
+            return result
+        done = Executor(self, scope, now=self.clock, screen=self.agent.screen_text,
+                        chunk_tokens=self.config.chunk_tokens).run(plan)
+        self._pending.update(self.store.queued("embed"))
+        if self.config.run_worker:
+            self.worker.wake()
+        return result.model_copy(update={"results": done})
+
+    def reminders(self, *, org_id: str | None = None, user_id: str | None = None,
+                  agent_id: str | None = None, project: str | None = None,
+                  due: bool = False) -> builtins.list[MemoryItem]:
+        """The user's open reminders, soonest first (``due``: only those due now by
+        :attr:`clock`); the due date is ``metadata["reminder"]["due_date"]``."""
+        self._check_open()
+        scope = parse_scope(org_id=org_id, user_id=user_id, agent_id=agent_id, project=project)
+        if due:
+            return due_reminders(self.store, scope, self.clock())
+        return open_reminders(self.store, scope)
+
+    def dismiss_reminder(self, memory_id: str, *, done: bool = False,
+                         org_id: str | None = None, user_id: str | None = None,
+                         agent_id: str | None = None, project: str | None = None) -> MemoryItem:
+        """Dismiss a reminder (``done=True``: mark it done): it leaves the context blocks."""
+        self._check_open()
+        scope = self._writable(memory_id, parse_scope(org_id=org_id, user_id=user_id,
+                                                      agent_id=agent_id, project=project))
+        return settle_reminder(self.store, memory_id, scope, "done" if done else "dismissed",
+                               now=self.clock())
+
+    def plan(self, request: str, *, org_id: str | None = None, user_id: str | None = None,
+             project: str | None = None, agent_id: str = "leader") -> TeamPlan:
+        """The team skills of ``agent_id`` (the leader) that apply to ``request``, each
+        with its proposed split: roles (agent ids), their order, dependencies and checks;
+        empty when none applies. Skills are learned from what the user tells the leader
+        (see :mod:`remem.organize.team`)."""
+        self._check_open()
+        scope = parse_scope(org_id=org_id, user_id=user_id, agent_id=agent_id, project=project)
+        body = clean_text(request, "request", self.config.max_text_chars)
+        return team_plan(self.store, self.reader, scope, body)
 
     def feedback(self, memory_id: str, verdict: str, note: str | None = None, *,
                  org_id: str | None = None, user_id: str | None = None,
@@ -1211,6 +1307,18 @@ class AsyncMemory:
 
     async def import_pam(self, document: Any, **kwargs: Any) -> builtins.list[str]:
         return await self._run("import_pam", document, **kwargs)  # type: ignore[no-any-return]
+
+    async def do(self, text: str, **kwargs: Any) -> DoResult:
+        return await self._run("do", text, **kwargs)
+
+    async def plan(self, request: str, **kwargs: Any) -> TeamPlan:
+        return await self._run("plan", request, **kwargs)
+
+    async def reminders(self, **kwargs: Any) -> builtins.list[MemoryItem]:
+        return await self._run("reminders", **kwargs)
+
+    async def dismiss_reminder(self, memory_id: str, **kwargs: Any) -> MemoryItem:
+        return await self._run("dismiss_reminder", memory_id, **kwargs)
 
     async def flush(self, timeout: float | None = None) -> bool:
         return await self._run("flush", timeout)

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import os
 import socket
 import subprocess
@@ -25,7 +26,7 @@ pytestmark = pytest.mark.backends
 
 TOOLS = {"memory_bootstrap", "memory_recall", "memory_remember", "memory_update", "memory_forget",
          "memory_feedback", "memory_for_files", "memory_check_command", "memory_list", "memory_get",
-         "skill_list", "skill_get"}
+         "skill_list", "skill_get", "memory_do", "team_plan"}
 
 
 @pytest.fixture
@@ -277,3 +278,22 @@ def test_bootstrap_and_recall_log_exactly_the_memories_they_answered_with(
         recall = log[0]
         assert recall.query == "how to run the tests?"
         assert all(i.channels for i in recall.items)
+
+
+def test_memory_do_plans_and_runs_a_request_and_team_plan_answers(tmp_path: Path,
+                                                                  project: Path) -> None:
+    async def run() -> None:
+        async with connect(tmp_path, project) as s:
+            shown = json.loads(await call(s, "memory_do", dry_run=True,
+                                          text="Remember that we deploy with make ship and pin it"))
+            assert [st["operator"] for st in shown["steps"]] == ["remember", "pin"]
+            assert shown["results"] == []
+            done = json.loads(await call(s, "memory_do",
+                                         text="Remember that we deploy with make ship and pin it"))
+            assert [r["ok"] for r in done["results"]] == [True, True]
+            listed = await call(s, "memory_list")
+            assert "make ship" in listed
+            plan = json.loads(await call(s, "team_plan", request="a login page with its API"))
+            assert plan["skills"] == [] and plan["agent_id"] == "leader"
+
+    anyio.run(run)

@@ -112,6 +112,8 @@ def _named(key: str, today: datetime) -> tuple[datetime, datetime, Grain]:
         "today": (today, "day"), "yesterday": (today - timedelta(days=1), "day"),
         "before_yesterday": (today - timedelta(days=2), "day"),
         "tomorrow": (today + timedelta(days=1), "day"),
+        "after_tomorrow": (today + timedelta(days=2), "day"),
+        "three_days_on": (today + timedelta(days=3), "day"),
         "last_week": (week - timedelta(days=7), "week"), "this_week": (week, "week"),
         "next_week": (week + timedelta(days=7), "week"),
         "last_weekend": (saturday - timedelta(days=7) if today < saturday else saturday,
@@ -135,7 +137,9 @@ _NAMED = [
     (r"\byesterday\b|\blast night\b|昨天|昨晚|昨日", "yesterday"),
     (r"\btoday\b|\bthis (?:morning|afternoon|evening)\b|\btonight\b|今天|今早|今晚|今日",
      "today"),
-    (r"\btomorrow\b|明天", "tomorrow"),
+    (r"大后天", "three_days_on"),
+    (r"\b(?:the\s+)?day after tomorrow\b|后天", "after_tomorrow"),
+    (r"\btomorrow\b|明天|明早|明晚", "tomorrow"),
     (r"\blast weekend\b|上周末|上个周末", "last_weekend"),
     (r"\bthis weekend\b|这周末|这个周末|本周末", "this_weekend"),
     (r"\blast week\b|上周|上个星期|上星期|上个礼拜|上礼拜", "last_week"),
@@ -155,6 +159,15 @@ _AGO = re.compile(
     r"\s+(day|week|month|year)s?\s+ago\b"
     r"|(\d+|[一二两三四五六七八九十几]+)\s*(天|周|个星期|星期|个礼拜|礼拜|个月|年)(?:以?前)",
     re.IGNORECASE)
+_AHEAD = re.compile(
+    r"\bin\s+(\d+|an?|one|two|three|four|five|six|seven|eight|nine|ten|a few|a couple of)"
+    r"\s+(day|week|month)s?\b"
+    r"|(\d+|[一二两三四五六七八九十几]+)\s*(天|周|个星期|星期|个礼拜|礼拜|个月)(?:以?后|之后)",
+    re.IGNORECASE)
+_NEXT_WEEKDAY = re.compile(r"\bnext\s+(" + "|".join(_WEEKDAYS) + r")\b"
+                           r"|下(?:周|个?星期|个?礼拜)([一二三四五六日天])", re.IGNORECASE)
+_BARE_WEEKDAY = re.compile(r"\b(?:on\s+|this\s+)?(" + "|".join(_WEEKDAYS) + r")\b"
+                           r"|(?:这|本)?(?:周|星期|礼拜)([一二三四五六日天])", re.IGNORECASE)
 _WEEKDAY = re.compile(r"\b(last|on|this past)\s+(" + "|".join(_WEEKDAYS) + r")\b|上周([一二三四五六日天])",
                       re.IGNORECASE)
 _ISO = re.compile(r"\b(\d{4})-(\d{2})-(\d{2})\b")
@@ -165,9 +178,50 @@ _EN_DATE = re.compile(
     re.IGNORECASE)
 
 
-def _candidates(text: str, today: datetime) -> list[tuple[int, int, tuple[datetime, datetime,
-                                                                          Grain]]]:
+def _ahead(today: datetime, unit: str, n: int) -> tuple[datetime, datetime, Grain]:
+    if unit in ("day", "天"):
+        return _span(today + timedelta(days=n), "day")
+    if unit in ("week", "周", "个星期", "星期", "个礼拜", "礼拜"):
+        return _span(today + timedelta(weeks=n), "day")
+    return _span(_month_start(today, n), "month")
+
+
+def _forward(text: str, today: datetime) -> list[tuple[int, int, tuple[datetime, datetime,
+                                                                        Grain]]]:
+    """Phrases that point ahead: "in three days", "next Friday", "周五" (the coming one)."""
     found = []
+    for m in _AHEAD.finditer(text):
+        if m.group(1):
+            found.append((m.start(), m.end(), _ahead(today, m.group(2).lower(),
+                                                     _number(m.group(1).lower()))))
+        else:
+            found.append((m.start(), m.end(), _ahead(today, m.group(4), _number(m.group(3)))))
+    for m in _NEXT_WEEKDAY.finditer(text):
+        week = today - timedelta(days=today.weekday()) + timedelta(days=7)
+        index = _WEEKDAYS.index(m.group(1).lower()) if m.group(1) else _ZH_WEEKDAYS[m.group(2)]
+        found.append((m.start(), m.end(), _span(week + timedelta(days=index), "day")))
+    return found
+
+
+def _coming(text: str, today: datetime, *, ahead: bool
+            ) -> list[tuple[int, int, tuple[datetime, datetime, Grain]]]:
+    """A weekday named alone: the next such day (``ahead``) or the last (today excluded)."""
+    found = []
+    for m in _BARE_WEEKDAY.finditer(text):
+        index = _WEEKDAYS.index(m.group(1).lower()) if m.group(1) else _ZH_WEEKDAYS[m.group(2)]
+        shift = (index - today.weekday()) % 7 or 7 if ahead else \
+            -((today.weekday() - index) % 7 or 7)
+        found.append((m.start(), m.end(), _span(today + timedelta(days=shift), "day")))
+    return found
+
+
+def _candidates(text: str, today: datetime, *, forward: bool = False, weekdays: bool = False
+                ) -> list[tuple[int, int, tuple[datetime, datetime, Grain]]]:
+    found = _forward(text, today)
+    if weekdays:
+        taken = [(b, e) for b, e, _ in found]
+        found += [c for c in _coming(text, today, ahead=forward)
+                  if not any(b <= c[0] < e or c[0] <= b < c[1] for b, e in taken)]
     for pattern, key in _NAMED:
         for m in re.finditer(pattern, text, re.IGNORECASE):
             found.append((m.start(), m.end(), _named(key, today)))
@@ -207,15 +261,20 @@ def _date(today: datetime, year: str | None, month: str, day: str) -> tuple[date
     return _span(start, "day")
 
 
-def find_date(text: str, ref: datetime | None) -> DateRef | None:
+def find_date(text: str, ref: datetime | None, *, forward: bool = False,
+              weekdays: bool = False) -> DateRef | None:
     """The first date phrase in ``text`` resolved against ``ref`` (the turn's time), or None.
+
+    ``weekdays`` also reads a weekday named alone ("on Friday", "周五"): the last one
+    before ``ref``, or with ``forward`` the coming one, as a request for something still
+    to do means.
 
     ``ref`` keeps its time zone, so "yesterday" is the day before in the speaker's zone
     when the turn carries one. Without ``ref`` nothing can be resolved and None is returned.
     """
     if ref is None:
         return None
-    found = _candidates(text, _midnight(ref))
+    found = _candidates(text, _midnight(ref), forward=forward, weekdays=weekdays)
     if not found:
         return None
     begin, finish, (start, end, grain) = min(found, key=lambda f: (f[0], -f[1]))

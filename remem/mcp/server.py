@@ -217,6 +217,34 @@ def build_server(agent: AgentMemory) -> MCPServer:
         with _as_tool_errors():
             return agent.describe(memory_id)
 
+    @server.tool(annotations=writes, structured_output=False)
+    def memory_do(
+        text: Annotated[str, Field(min_length=1, max_length=4000, description=(
+            "The user's request in their words, English or Chinese, e.g. 'Record yesterday's "
+            "meeting with Li Lei and remind me the day after tomorrow to write the report'"))],
+        dry_run: Annotated[bool, Field(description="Only show the plan; change nothing.")] = False,
+    ) -> str:
+        """Carry out a request about memory in plain language: it becomes a plan of memory
+        operations (remember, update, forget, search, summarise, link, remind, pin, share)
+        run in one transaction. Returns the plan and what each step did, as JSON."""
+        with _as_tool_errors():
+            result = agent.memory.do(text, dry_run=dry_run, **agent.scope.owner())
+            return result.model_dump_json(exclude_none=True, indent=1)
+
+    @server.tool(annotations=reads, structured_output=False)
+    def team_plan(
+        request: Annotated[str, Field(min_length=1, max_length=4000, description=(
+            "The requirement the leader has to split among roles."))],
+        leader: Annotated[str, Field(min_length=1, max_length=200, description=(
+            "The leader's agent id."))] = "leader",
+    ) -> str:
+        """How the user taught the leader to split work like this: each applicable team
+        skill with its roles (agent ids), their order, dependencies and checks, as JSON;
+        `"skills": []` when none applies."""
+        with _as_tool_errors():
+            where = {k: v for k, v in agent.scope.owner().items() if k != "agent_id"}
+            return agent.memory.plan(request, agent_id=leader, **where).model_dump_json(indent=1)
+
     @server.tool(annotations=reads, structured_output=False)
     def skill_list() -> str:
         """List the skills learned in this project: procedures that worked several times,

@@ -43,6 +43,7 @@ from .relate import family, forget_targets, relate
 from .relate import stems as _stems
 from .similarity import content_words, jaccard, normalise
 from .skills import is_success, skill_name, steps_of, task_of
+from .team import SKILL_KINDS, refinement
 from .topics import MindMap
 
 __all__ = ["MemoryAgent", "Prepared", "maturity_for", "shared_scope"]
@@ -194,13 +195,11 @@ class MemoryAgent:
                 continue
             if normalise(m.text) == norm or ((m.subject or "") == cand.subject and jaccard(
                     mine, content_words(m.text)) >= self.config.merge_similarity):
-                self._merge(m, cand, session, metadata or {})
-                return "merged", m.id
+                return self._merge_or_refine(m, cand, session, metadata or {})
         rels = relate(self.reader, cand.text, list({m.id: m for m in existing}.values()),
                       change=cand.intent in ("update", "correction"))
         if rels and rels[0].action == "same" and rels[0].memory.kind == cand.kind:
-            self._merge(rels[0].memory, cand, session, metadata or {})
-            return "merged", rels[0].memory.id
+            return self._merge_or_refine(rels[0].memory, cand, session, metadata or {})
         item = self._create(cand, scope, session, vector, metadata or {})
         # past the clearest one, only memories of the same kind: earlier versions of it;
         # and a project's statement never replaces what holds for the user everywhere
@@ -220,6 +219,19 @@ class MemoryAgent:
                                   metadata={**item.metadata, "review": note})
             return "unsure", item.id
         return "created", item.id
+
+    def _merge_or_refine(self, known: MemoryItem, cand: Candidate, session: str | None,
+                         extra: dict[str, Any]) -> tuple[str, str]:
+        """Merge a candidate that says a memory again; but a team rule said again with
+        another split (roles, order, checks) is the rule's next version."""
+        refined = refinement(known.text, cand.text) if cand.kind in SKILL_KINDS else None
+        if refined is None:
+            self._merge(known, cand, session, extra)
+            return "merged", known.id
+        self.store.update_text(known.id, shared_scope(known), refined,
+                               split_passages(refined, self.chunk_tokens),
+                               f"refined: {cand.text[:200]}", new_id("j_"))
+        return "refined", known.id
 
     def _merge(self, memory: MemoryItem, cand: Candidate, session: str | None,
                extra: dict[str, Any]) -> None:

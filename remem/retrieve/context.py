@@ -49,6 +49,9 @@ def _one_line(text: str) -> str:
 def context_line(item: MemoryItem, asked: Scope | None = None) -> str:
     """One memory as a line of a context block: kind, level, text; when, for turns."""
     text = _one_line(item.text)
+    reminder = item.metadata.get("reminder")
+    if isinstance(reminder, dict) and reminder.get("due_date"):
+        return f"- [reminder, due {reminder['due_date']}] {text}"
     if item.is_episode:
         when = f"{item.event_time:%Y-%m-%d} " if item.event_time else ""
         who = f"{item.role}: " if item.role else ""

@@ -12,6 +12,7 @@ from ..config import ServerConfig
 from ..memory import Memory
 from .agent_routes import agent_routes
 from .auth import Authenticator
+from .do_routes import do_routes
 from .errors import install_error_handlers
 from .events import EventHub, event_routes
 from .hosts import HostGuard, allowed_hosts
@@ -62,6 +63,7 @@ def create_app(memory: Memory, *, config: ServerConfig | None = None) -> FastAPI
     app.include_router(service_routes(memory, auth, keys))
     app.include_router(memory_routes(memory, auth, hub))
     app.include_router(agent_routes(memory, auth))
+    app.include_router(do_routes(memory, auth))
     app.include_router(log_routes(memory, auth))
     app.include_router(share_routes(memory, auth))
     app.include_router(event_routes(hub, auth))

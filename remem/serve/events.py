@@ -1,5 +1,6 @@
 """The event stream: ``ingest`` when an add's episodes are stored, ``ready`` when its
-background work is done, sent as server-sent events to the streams of the same org."""
+background work is done, ``reminder`` when a reminder comes due, sent as server-sent
+events to the streams of the same org."""
 
 
 import asyncio
@@ -16,7 +17,7 @@ from fastapi.responses import StreamingResponse
 from starlette.concurrency import run_in_threadpool
 
 from ..memory import Memory
-from ..model import AddResult
+from ..model import AddResult, MemoryItem
 from .auth import Authenticator, Principal
 
 __all__ = ["EventHub", "event_routes"]
@@ -69,10 +70,13 @@ class EventHub:
         """Start watching jobs on the running loop."""
         self._loop = asyncio.get_running_loop()
         self._wake = asyncio.Event()
+        self.memory.reminder_listeners.append(self.reminded)
         self._watcher = asyncio.create_task(self._watch(), name="remem-event-watcher")
 
     async def stop(self) -> None:
         """Stop watching and end every open stream."""
+        if self.reminded in self.memory.reminder_listeners:
+            self.memory.reminder_listeners.remove(self.reminded)
         if self._watcher is not None:
             self._watcher.cancel()
             with contextlib.suppress(asyncio.CancelledError):
@@ -91,6 +95,16 @@ class EventHub:
         event = {"org_id": org_id or "default", "user_id": user_id, "session_id": session_id,
                  "episode_ids": list(result.episode_ids), "job_ids": list(result.job_ids)}
         loop.call_soon_threadsafe(self._on_ingest, event)
+
+    def reminded(self, item: MemoryItem) -> None:
+        """Announce a reminder that came due (called from the worker's thread)."""
+        loop = self._loop
+        if loop is None:
+            return
+        info = item.metadata.get("reminder", {})
+        event = {"org_id": item.org_id, "user_id": item.user_id, "memory_id": item.id,
+                 "text": item.text, "due": info.get("due_date")}
+        loop.call_soon_threadsafe(self._publish, "reminder", event)
 
     def _on_ingest(self, event: dict[str, Any]) -> None:
         if not any(sub.wants(event) for sub in self._subscribers):

@@ -1,0 +1,154 @@
+"""The expert-team mode: a leader learns how to split work from what the user tells it
+once, refines it by a correction (keeping the history), and other teams never see it;
+roles are agents with their own memory that read the team's. And the personality setting."""
+
+from __future__ import annotations
+
+import importlib.util
+import io
+from collections.abc import Callable, Iterator
+from pathlib import Path
+
+import pytest
+from server_support import service
+from standin_chat import StandInChatServer, answer
+
+from remem import Memory
+from remem.llm import ChatClient
+
+ROOT = Path(__file__).resolve().parent.parent
+LESSON = ("For full-stack requirements, use a backend developer, a frontend developer and a "
+          "tester; the tester starts after the backend is up and runs port and API tests")
+CORRECTION = ("Correction: for full-stack requirements the tester starts after the backend is "
+              "up and runs port, API and UI tests, and the frontend developer starts after the "
+              "backend developer")
+SIMILAR = "New full-stack requirement: an order history page with its REST endpoint"
+TEAM = {"user_id": "alice", "project": "shop"}
+
+
+def _roles(plan: object) -> dict[str, tuple[list[str], list[str], int]]:
+    skill = plan.skills[0]  # type: ignore[attr-defined]
+    return {r.agent_id: (r.after, r.checks, r.step) for r in skill.roles}
+
+
+@pytest.fixture
+def team(mem: Memory) -> Memory:
+    mem.add(LESSON, agent_id="leader", **TEAM)
+    mem.flush()
+    return mem
+
+
+def test_the_leader_splits_a_similar_requirement_as_it_was_taught(mem: Memory) -> None:
+    assert mem.plan(SIMILAR, **TEAM).skills == []  # nothing taught yet
+    mem.add(LESSON, agent_id="leader", **TEAM)
+    mem.flush()
+    plan = mem.plan(SIMILAR, **TEAM)
+    assert _roles(plan) == {
+        "backend-developer": ([], [], 1),
+        "frontend-developer": ([], [], 1),
+        "tester": (["backend-developer"], ["port tests", "API tests"], 2),
+    }
+    assert mem.plan("Fix the typo in the README", **TEAM).skills == []
+
+
+def test_a_lesson_in_chinese_splits_a_chinese_requirement(mem: Memory) -> None:
+    mem.add("以后全栈的需求，分给后端、前端和测试三个人，后端起来之后测试再开始，测试要跑端口和接口测试",
+            agent_id="leader", **TEAM)
+    mem.flush()
+    plan = mem.plan("新需求：做一个订单列表页面，带后端接口", **TEAM)
+    assert _roles(plan) == {"后端": ([], [], 1), "前端": ([], [], 1),
+                            "测试": (["后端"], ["端口测试", "接口测试"], 2)}
+    assert mem.plan("把 README 里的错别字改一下", **TEAM).skills == []
+
+
+def test_a_correction_changes_the_skill_and_keeps_its_history(team: Memory) -> None:
+    first = team.plan(SIMILAR, **TEAM).skills[0]
+    team.add(CORRECTION, agent_id="leader", **TEAM)
+    team.flush()
+    plan = team.plan(SIMILAR, **TEAM)
+    assert len(plan.skills) == 1
+    skill = plan.skills[0]
+    assert (skill.memory_id, skill.version) == (first.memory_id, first.version + 1)
+    roles = _roles(plan)
+    assert roles["tester"][1] == ["port tests", "API tests", "UI tests"]
+    assert roles["frontend-developer"][0] == ["backend-developer"]
+    history = team.history(skill.memory_id, agent_id="leader", **TEAM)
+    assert history[0].text == LESSON and history[-1].text == CORRECTION
+
+
+def test_another_team_and_another_leader_do_not_see_the_skill(team: Memory) -> None:
+    assert team.plan(SIMILAR, user_id="alice", project="crm").skills == []
+    assert team.plan(SIMILAR, user_id="bob", project="shop").skills == []
+    assert team.plan(SIMILAR, agent_id="lead-2", **TEAM).skills == []
+
+
+def test_a_role_has_its_own_memory_and_reads_the_teams(mem: Memory) -> None:
+    mem.remember("API responses use snake_case keys", kind="convention", **TEAM)
+    mem.remember("Port tests run with `make ports` against localhost:8080", kind="procedure",
+                 agent_id="tester", **TEAM)
+    tester = mem.context(agent_id="tester", **TEAM).core_text
+    backend = mem.context(agent_id="backend-developer", **TEAM).core_text
+    assert "snake_case" in tester and "make ports" in tester
+    assert "snake_case" in backend and "make ports" not in backend
+
+
+def test_team_plan_over_rest(tmp_path: Path) -> None:
+    with service(tmp_path / "m.db") as (memory, client):
+        memory.add(LESSON, agent_id="leader", **TEAM)
+        memory.flush()
+        found = client.post("/v1/team/plan", json={"request": SIMILAR, **TEAM}).json()
+        roles = {r["agent_id"]: r["after"] for r in found["skills"][0]["roles"]}
+        assert roles["tester"] == ["backend-developer"]
+        empty = client.post("/v1/team/plan", json={"request": SIMILAR, "user_id": "alice",
+                                                   "project": "crm"}).json()
+        assert empty["skills"] == []
+
+
+@pytest.fixture
+def chat() -> Iterator[Callable[..., StandInChatServer]]:
+    servers: list[StandInChatServer] = []
+
+    def start(replies: list) -> StandInChatServer:  # type: ignore[type-arg]
+        servers.append(StandInChatServer(replies))
+        return servers[-1]
+
+    yield start
+    for server in servers:
+        server.close()
+
+
+def test_the_leader_loop_example_shows_the_split_before_and_after_the_lesson(
+        mem: Memory, chat: Callable[..., StandInChatServer]) -> None:
+    spec = importlib.util.spec_from_file_location("leader_loop", ROOT / "examples" / "leader_loop.py")
+    assert spec is not None and spec.loader is not None
+    example = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(example)
+    alone = {"tasks": [{"role": "leader", "task": "build it all"}]}
+    split = {"tasks": [{"role": "backend-developer", "task": "the endpoint"},
+                       {"role": "frontend-developer", "task": "the page"},
+                       {"role": "tester", "task": "test it", "after": ["backend-developer"]}]}
+    server = chat([answer(alone), answer(split)])
+    out = io.StringIO()
+    with ChatClient(server.base_url, "any-model") as model:
+        results = example.run(mem, model, [SIMILAR, f"teach: {LESSON}", SIMILAR],
+                              user_id="alice", project="shop", out=out)
+    assert [len(r["plan"].skills) for r in results] == [0, 1]
+    before, after = (server.messages(n)[1]["content"] for n in (0, 1))
+    assert "No team split is known" in before
+    assert "tester, after backend-developer, checks: port tests, API tests" in after
+    assert "tester: test it" in out.getvalue()
+
+
+def test_the_personality_setting_is_kept_shown_and_changed_by_saying_so(mem: Memory) -> None:
+    mem.add("Please be direct with me and a little humorous when you answer", user_id="bob")
+    mem.flush()
+    core = mem.context(user_id="bob").core_text
+    assert "[persona]" in core and "direct" in core
+    mem.add("Change of tone: from now on be warm and encouraging with me instead of direct",
+            user_id="bob")
+    mem.flush()
+    core = mem.context(user_id="bob").core_text
+    assert "warm and encouraging" in core and "a little humorous" not in core
+    personas = mem.list(user_id="bob", kinds=["persona"], include_inactive=True)
+    assert sorted(p.status for p in personas) == ["active", "superseded"]
+    assert "warm" not in mem.context(user_id="carol").core_text  # per user
