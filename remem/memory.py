@@ -30,6 +30,7 @@ from .embed import Embedder, create_embedder
 from .errors import ClosedError, EmbeddingError, NotFoundError, ValidationError
 from .extract.base import Extractor
 from .extract.heads import Reader
+from .govern.redact import Redactor
 from .model import (
     EPISODE_KINDS,
     KINDS,
@@ -161,6 +162,8 @@ class Memory:
         if not create:  # before the embedder loads: a wrong path fails at once
             require_store(self.path)
         self.embedder = embedder or create_embedder(self.config)
+        # every text any door stores passes through it before it reaches the store
+        self.redactor = Redactor(self.config.redaction)
         self.store: Store = create_store(self.path, dim=self.embedder.dim,
                                          embedder=self.embedder.name,
                                          busy_timeout_s=self.config.busy_timeout_s, reembed=reembed,
@@ -369,11 +372,12 @@ class Memory:
         scope = parse_scope(org_id=org_id, user_id=user_id, agent_id=agent_id, project=project,
                             session_id=session_id)
         if metadata is not None:
-            check_metadata(metadata, "metadata")
+            metadata = self.redactor.value(check_metadata(metadata, "metadata"))
         default_time = parse_time(timestamp, "timestamp")
         now = time.time()
         items, known = [], {}
         for n, (role, text, meta, when) in enumerate(parse_messages(messages, self.config.max_text_chars)):
+            text, meta = self.redactor.text(text), self.redactor.value(meta)
             event_time = when if when is not None else (now if default_time is None else default_time)
             # the same turn added again (a replayed conversation) is the same episode
             same = self.store.same_episode(scope, role, text, event_time)
@@ -407,8 +411,9 @@ class Memory:
             text = clean_text(render_event(event), f"events[{i}]", self.config.max_text_chars,
                               strip_controls=True)
             check_label(event.session_id, f"events[{i}].session_id")
-            meta = check_metadata({**(metadata or {}), "event": event.model_dump(mode="json")},
-                                  f"events[{i}]")
+            text = self.redactor.text(text)
+            meta = self.redactor.value(check_metadata(
+                {**(metadata or {}), "event": event.model_dump(mode="json")}, f"events[{i}]"))
             # naive means UTC here as everywhere else
             when = parse_time(event.timestamp, f"events[{i}].timestamp")
             if when is None:
@@ -439,8 +444,9 @@ class Memory:
         self._check_open()
         scope = parse_scope(org_id=org_id, user_id=user_id, agent_id=agent_id, project=project)
         scope = self._writable(memory_id, scope)
-        body = clean_text(text, "text", self.config.max_text_chars)
+        body = self.redactor.text(clean_text(text, "text", self.config.max_text_chars))
         check_label(reason, "reason")
+        reason = self.redactor.maybe(reason)
         job_id = new_id("j_")
         item = self.store.update_text(memory_id, scope, body,
                                       split_passages(body, self.config.chunk_tokens), reason, job_id)
@@ -457,7 +463,7 @@ class Memory:
         scope = parse_scope(org_id=org_id, user_id=user_id, agent_id=agent_id, project=project)
         scope = self._writable(memory_id, scope)
         check_label(reason, "reason")
-        return self.store.set_status(memory_id, scope, "forgotten", reason)
+        return self.store.set_status(memory_id, scope, "forgotten", self.redactor.maybe(reason))
 
     def restore(self, memory_id: str, *, reason: str | None = None, org_id: str | None = None,
                 user_id: str | None = None, project: str | None = None,
@@ -472,7 +478,8 @@ class Memory:
         if item.status not in ("forgotten", "archived", "superseded"):
             raise ValidationError("id", f"{memory_id} is {item.status}; only a forgotten, archived "
                                   "or superseded memory can be restored")
-        return self.store.set_status(memory_id, scope, "active", reason or "restored")
+        return self.store.set_status(memory_id, scope, "active",
+                                     self.redactor.maybe(reason) or "restored")
 
     def pin(self, memory_id: str, *, pinned: bool = True, org_id: str | None = None,
             user_id: str | None = None, project: str | None = None,
@@ -606,6 +613,7 @@ class Memory:
         if item.status != "held":
             raise ValidationError("id", f"{memory_id} is {item.status}, not held for review; "
                                   "see `remem review` for what is")
+        note = self.redactor.maybe(note)
         status, action = ("active", "approved") if approve else ("forgotten", "rejected")
         # the turn a held memory was proposed in is decided with it
         decided = [item, *(s for s in self.store.items_by_id(item.sources)
@@ -799,6 +807,7 @@ class Memory:
         scope = parse_scope(org_id=org_id, user_id=user_id, agent_id=agent_id, project=project,
                             session_id=session_id)
         when = parse_time(at, "at")
+        query, text = self.redactor.maybe(query), self.redactor.maybe(text)
         entry = NewInjection(id=new_id("i_"), at=time.time() if when is None else when, door=door,
                              scope=scope, query=None if query is None else query[:2000],
                              tokens=tokens, items=[(str(i), str(s), [str(c) for c in ch])
@@ -892,12 +901,13 @@ class Memory:
         self._check_open()
         scope = parse_scope(org_id=org_id, user_id=user_id, agent_id=agent_id, project=project,
                             session_id=session_id)
-        body = clean_text(text, "text", self.config.max_text_chars)
+        body = self.redactor.text(clean_text(text, "text", self.config.max_text_chars))
         if kind not in KINDS:
             raise ValidationError("kind", f"{kind!r} is not a kind of memory; use one of {', '.join(KINDS)}")
         check_label(subject, "subject")
         check_label(role, "role")
-        meta = check_metadata(metadata or {}, "metadata")
+        meta = self.redactor.value(check_metadata(metadata or {}, "metadata"))
+        subject = self.redactor.maybe(subject)
         now = time.time()
         episode = NewMemory(id=new_id("e_"), kind="episode", text=body, raw=True, scope=scope,
                             role=role, metadata=meta, observed_at=now, event_time=now,
@@ -934,7 +944,7 @@ class Memory:
         if verdict not in _VERDICTS:
             raise ValidationError("verdict", f"{verdict!r} is not a verdict; use helpful, wrong or stale")
         if note is not None:
-            note = clean_text(note, "note", 2000)
+            note = self.redactor.text(clean_text(note, "note", 2000))
         item = self.store.get(memory_id, scope)
         meta = dict(item.metadata)
         meta[verdict] = int(meta.get(verdict, 0)) + 1
