@@ -39,7 +39,7 @@ _SECRET_NAME = (r"(?:[\w.-]*(?:password|passwd|passphrase|secret|token(?!s)|api[
                 r"|(?<![A-Za-z])(?:[\w.-]+[_.-])?(?:pass|pwd|pw|pin|key|auth)(?![A-Za-z]))")
 _ASSIGNED = re.compile(
     rf"(?i)(?:{_SECRET_NAME})[\"']?\s*(?::=|=>|=|:)\s*(?:(?P<q>[\"'`])(?P<quoted>[^\"'`\n]{{3,}})(?P=q)"
-    r"|(?P<bare>[^\s\"'`,;&)}\]]{3,}))")
+    r"|(?P<bare>[^\s\"'`,;&(){}\[\]]{3,}))")
 _FLAG = re.compile(r"(?i)(?<!\S)--?[\w-]*(?:password|passwd|passphrase|pass|secret|token|api-?key)"
                    r"[\w-]*(?:=|\s+)(?P<q>[\"']?)(?P<value>[^\s\"']+)(?P=q)")
 _SHORT_P = re.compile(r"(?<!\S)-p(?P<value>[^\s-][^\s]{2,})")  # mysql -pSECRET (no space)
@@ -88,7 +88,15 @@ def random_looking(value: str, *, min_length: int = 16, ratio: float = 0.82) -> 
         return False
     kinds = ["d" if c.isdigit() else "u" if c.isupper() else "l" if c.islower() else "s" for c in core]
     switches = sum(a != b for a, b in zip(kinds, kinds[1:]))
-    return switches / len(core) >= 0.3
+    # words written in camel case (Argon2PasswordHasher) have long lowercase runs
+    wordy = sum(len(run) for run in re.findall(r"[a-z]{4,}", core))
+    return switches / len(core) >= 0.3 and wordy / len(core) < 0.4
+
+
+_WORD = re.compile(r"[a-z]+|[A-Z][a-z]+|[A-Z]+")  # a word as written, not a random string
+_VERSION = re.compile(r"v?\d+(?:\.\d+)+(?:[-+.]?[a-z0-9]+)?", re.IGNORECASE)
+# code that computes a value (settings.API_KEY, os.getenv(...), secrets.token_urlsafe(32))
+_EXPRESSION = re.compile(r"[a-z_][a-z0-9_]*(?:\.[A-Za-z_]\w*)+")
 
 
 def _random_hex(value: str) -> bool:
@@ -105,6 +113,8 @@ def _secret_value(value: str) -> bool:
     if len(value) < 3 or _PLACEHOLDER.match(value):
         return False
     if value.isdigit() and len(value) < 6:
+        return False
+    if _VERSION.fullmatch(value):
         return False
     return not (value.startswith(("/", "./", "~/", "http://", "https://")) and _classes(value) < 3)
 
@@ -169,7 +179,9 @@ def _credentials(text: str, entropy_ratio: float) -> Iterator[Span]:
         # an ordinary lowercase word after "the password is" is a description ("wrong",
         # "required"); a password said in prose is quoted or not a plain word
         owned = _POSSESSIVE.search(text[max(0, m.start() - 40):m.start()])
-        if _secret_value(value) and (m.group("q") or owned or not re.fullmatch(r"[a-z]+", value)):
+        if m.group("q") == "" and _computed(text, m, "value"):
+            continue
+        if _secret_value(value) and (m.group("q") or owned or not _WORD.fullmatch(value)):
             yield m.start("value"), m.end("value"), "credential"
     for line in _lines(text):
         start, body = line
@@ -183,7 +195,7 @@ def _credentials(text: str, entropy_ratio: float) -> Iterator[Span]:
         if random_looking(value, ratio=entropy_ratio) or _random_hex(value):
             yield m.start(), m.end(), "credential"
     for m in _TOKEN.finditer(text):
-        if random_looking(m.group(), min_length=20, ratio=entropy_ratio):
+        if not _HASH_NAME.match(m.group()) and random_looking(m.group(), min_length=20, ratio=entropy_ratio):
             yield m.start(), m.end(), "credential"
 
 
@@ -192,7 +204,14 @@ def _bare_secret(text: str, m: re.Match[str]) -> bool:
     ``=`` (code, env files, URLs, commands) it is the value itself."""
     sep = text[m.start():m.start("bare")].rstrip()
     value = m.group("bare")
-    return not sep.endswith(":") or not re.fullmatch(r"[a-z]+", value)
+    if _computed(text, m, "bare"):
+        return False
+    return not sep.endswith(":") or not _WORD.fullmatch(value)
+
+
+def _computed(text: str, m: re.Match[str], group: str) -> bool:
+    """True when the value is code that computes one (a call, an attribute, an index)."""
+    return text[m.end(group):m.end(group) + 1] in ("(", "[") or bool(_EXPRESSION.fullmatch(m.group(group)))
 
 
 def _lines(text: str) -> Iterator[tuple[int, str]]:
