@@ -53,6 +53,7 @@ from .model import (
     utcnow,
 )
 from .organize.agent import MemoryAgent, maturity_for, shared_scope
+from .organize.topics import MindMap
 from .organize.skills import render_skill_md
 from .retrieve import Retriever
 from .retrieve.context import CORE_KINDS, ContextOptions, build_context, core_memories
@@ -81,6 +82,7 @@ _VERDICTS = ("helpful", "wrong", "stale")
 _STATUSES = ("active", "superseded", "archived", "forgotten", "held")
 _MATURITIES = ("candidate", "confirmed", "canonical")
 _LOGGED_CHARS = 20_000  # of an injected text, in the injection log
+_WRITTEN_BY = "written_by"  # episode metadata: the call that wrote it (remember)
 _DOOR = re.compile(r"(hook|mcp):[A-Za-z_]{1,64}|proxy|context|[a-z][a-z_-]{0,31}")
 
 
@@ -463,7 +465,23 @@ class Memory:
         scope = parse_scope(org_id=org_id, user_id=user_id, agent_id=agent_id, project=project)
         scope = self._writable(memory_id, scope)
         check_label(reason, "reason")
-        return self.store.set_status(memory_id, scope, "forgotten", self.redactor.maybe(reason))
+        reason = self.redactor.maybe(reason)
+        item = self.store.get(memory_id, scope)
+        with self.store.transaction():
+            # the turn remember() wrote for it says the same: it goes with it
+            for episode in self._written_for(item):
+                self.store.set_status(episode.id, scope.model_copy(update={
+                    "session_id": None}), "forgotten", reason or f"forgotten with {item.id}")
+            forgotten = self.store.set_status(memory_id, scope, "forgotten", reason)
+            self.agent.mindmap.refresh(MindMap.scope_of(item))
+        return forgotten
+
+    def _written_for(self, item: MemoryItem) -> builtins.list[MemoryItem]:
+        """The episodes :meth:`remember` wrote as the source of ``item`` (none for a turn)."""
+        if item.is_episode:
+            return []
+        return [e for e in self.store.items_by_id(item.sources)
+                if e.is_episode and e.metadata.get(_WRITTEN_BY) == "remember" and e.id != item.id]
 
     def restore(self, memory_id: str, *, reason: str | None = None, org_id: str | None = None,
                 user_id: str | None = None, project: str | None = None,
@@ -499,7 +517,17 @@ class Memory:
         self._check_open()
         scope = parse_scope(org_id=org_id, user_id=user_id, agent_id=agent_id, project=project)
         scope = self._writable(memory_id, scope)
-        return self.store.purge(memory_id, scope)
+        item = self.store.get(memory_id, scope)
+        with self.store.transaction():
+            # the turn remember() wrote for it first: everything derived from it goes with it
+            ids: builtins.list[str] = []
+            for episode in self._written_for(item):
+                ids += self.store.purge(episode.id, Scope(org_id=episode.org_id, user_id=episode.user_id))
+            if item.id not in ids:
+                ids += self.store.purge(memory_id, scope)
+            self.agent.mindmap.refresh(MindMap.scope_of(item))
+        self._context_cache.clear()
+        return ids
 
     # --- reading ----------------------------------------------------------------------
 
@@ -625,7 +653,7 @@ class Memory:
                                       metadata={**one.metadata, "reviewed": action})
             if approve and item.is_episode:  # what an approved turn says can become memories
                 self.store.enqueue("extract", {"episodes": [item.id]}, job_id=new_id("j_"),
-                                   org_id=item.org_id)
+                                   org_id=item.org_id, user_id=item.user_id)
         if self.config.run_worker:
             self.worker.wake()
         return self.store.get(memory_id, scope)
@@ -910,7 +938,8 @@ class Memory:
         subject = self.redactor.maybe(subject)
         now = time.time()
         episode = NewMemory(id=new_id("e_"), kind="episode", text=body, raw=True, scope=scope,
-                            role=role, metadata=meta, observed_at=now, event_time=now,
+                            role=role, metadata={**meta, _WRITTEN_BY: "remember"},
+                            observed_at=now, event_time=now,
                             passages=self._passages(body, role))
         cand = Candidate(kind=kind, text=body, subject=subject or (
             "project" if kind in ("project", "convention", "pitfall", "files") else "user"),
@@ -1037,16 +1066,20 @@ class Memory:
     # --- jobs -------------------------------------------------------------------------
 
     def jobs(self, *, state: str | None = None, kind: str | None = None,
-             org_id: str | None = None, limit: int = 50) -> builtins.list[JobInfo]:
+             org_id: str | None = None, user_id: str | None = None,
+             limit: int = 50) -> builtins.list[JobInfo]:
         """Background jobs, newest first: what is queued, running, done or failed, and why.
-        ``org_id`` keeps the jobs of that org's data."""
+        ``org_id`` keeps the jobs of that org's data; ``user_id`` those of one user's."""
         self._check_open()
         if state not in (None, "queued", "running", "done", "failed", "cancelled"):
             raise ValidationError("state", f"{state!r}: use queued, running, done, failed or cancelled")
         if not isinstance(limit, int) or not 1 <= limit <= 1000:
             raise ValidationError("limit", f"expected an integer from 1 to 1000, got {limit!r}")
         check_label(org_id, "org_id")
-        return self.store.jobs(state=state, kind=kind, org_id=org_id, limit=limit)
+        check_label(user_id, "user_id")
+        if user_id is not None and org_id is None:
+            org_id = "default"
+        return self.store.jobs(state=state, kind=kind, org_id=org_id, user_id=user_id, limit=limit)
 
     def retry_job(self, job_id: str, *, org_id: str | None = None) -> JobInfo:
         """Queue a failed (or cancelled) job again (with ``org_id``: only that org's)."""
@@ -1071,10 +1104,16 @@ class Memory:
                             session_id=session_id)
         return self.store.export(scope, include_episodes)
 
-    def stats(self) -> Stats:
-        """Counts of episodes, memories, passages, vectors and jobs, and the file size."""
+    def stats(self, *, org_id: str | None = None, user_id: str | None = None) -> Stats:
+        """Counts of episodes, memories, passages, vectors and jobs, and the file size: of
+        the whole store, or of one org (``org_id``), or of one user (``user_id``, of the
+        default org unless ``org_id`` names one; the size is then 0)."""
         self._check_open()
-        return Stats(**self.store.stats())
+        check_label(org_id, "org_id")
+        check_label(user_id, "user_id")
+        if user_id is not None and org_id is None:
+            org_id = "default"
+        return Stats(**self.store.stats(org_id=org_id, user_id=user_id))
 
 
 class AsyncMemory:

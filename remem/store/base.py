@@ -184,7 +184,9 @@ class MemoryStore(Protocol):
         """Mark ``old_id`` superseded by ``new_id`` (valid until ``at``), link them, and flag
         for review the memories derived from the old one; returns the flagged ids."""
 
-    def stats(self) -> dict[str, Any]: ...
+    def stats(self, *, org_id: str | None = None, user_id: str | None = None) -> dict[str, Any]:
+        """Counts of the whole store, or of one org, or of one user of it (then
+        ``size_bytes`` is 0: the file holds the others' data too)."""
 
     def meta(self, key: str) -> str | None: ...
 
@@ -273,8 +275,9 @@ class JobStore(Protocol):
 
     def enqueue(self, kind: str, payload: dict[str, Any], *, job_id: str, priority: int = 0,
                 key: str | None = None, delay_s: float = 0.0, max_attempts: int = 5,
-                org_id: str | None = None) -> bool:
-        """Queue a job (in the open transaction, if any); False when ``key`` is taken."""
+                org_id: str | None = None, user_id: str | None = None) -> bool:
+        """Queue a job (in the open transaction, if any); False when ``key`` is taken.
+        ``org_id`` and ``user_id`` say whose data it concerns."""
 
     def claim_jobs(self, kind: str, limit: int, lease_s: float) -> list[Job]: ...
 
@@ -296,9 +299,10 @@ class JobStore(Protocol):
     def quiet_sessions(self, before: float, limit: int = 100) -> list[tuple[Scope, float]]: ...
 
     def jobs(self, *, state: str | None = None, kind: str | None = None,
-             org_id: str | None = None, limit: int = 50) -> list[JobInfo]: ...
+             org_id: str | None = None, user_id: str | None = None,
+             limit: int = 50) -> list[JobInfo]: ...
 
-    def job(self, job_id: str, org_id: str | None = None) -> JobInfo: ...
+    def job(self, job_id: str, org_id: str | None = None, user_id: str | None = None) -> JobInfo: ...
 
     def retry_job(self, job_id: str, org_id: str | None = None) -> JobInfo: ...
 

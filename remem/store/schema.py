@@ -222,6 +222,12 @@ MIGRATIONS: list[str] = [
     """
     CREATE INDEX memories_page ON memories (org_id, raw, rowid);
     """,
+    # 7: each job records the user whose data it concerns too, so a key confined to one
+    # user sees only that user's jobs
+    """
+    ALTER TABLE jobs ADD COLUMN user_id TEXT;
+    CREATE INDEX jobs_user ON jobs (org_id, user_id, rowid);
+    """,
 ]
 
 SCHEMA_VERSION = len(MIGRATIONS)

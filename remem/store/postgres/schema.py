@@ -243,6 +243,11 @@ MIGRATIONS: list[str] = [
 
     CREATE INDEX memories_page ON memories (org_id, raw, rowid);
     """,
+    # 3: the user a job's data belongs to (SQLite's 7)
+    """
+    ALTER TABLE jobs ADD COLUMN user_id TEXT;
+    CREATE INDEX jobs_user ON jobs (org_id, user_id, rowid);
+    """,
 ]
 
 SCHEMA_VERSION = len(MIGRATIONS)
