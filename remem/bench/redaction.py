@@ -153,7 +153,7 @@ class _Doors:
         from ..serve.proxy import ChatProxy, _Exchange
 
         if self._proxy is None:
-            self._proxy = ChatProxy(self.m, EventHub(), ServerConfig())
+            self._proxy = ChatProxy(self.m, EventHub(self.m), ServerConfig())
         exchange = _Exchange(org_id=None, user_id=user, project="shop", session_id="s1",
                              model="stand-in", question=text, answer=f"Noted: {text}",
                              complete=True)

@@ -230,6 +230,8 @@ def redaction(
         help="Only these doors (repeatable): add, add_events, remember, update, rest, mcp, hook, "
         "import, proxy.")] = None,
     limit: Annotated[int | None, typer.Option(help="Only the first N lines.")] = None,
+    redact: Annotated[bool, typer.Option(
+        help="--no-redact stores the texts as they are: the figures without redaction.")] = True,
     progress: ProgressOpt = True,
     as_json: JsonOpt = False,
 ) -> None:
@@ -241,8 +243,11 @@ def redaction(
     run = load_runner("redaction")
     with boundary():
         from ..bench.redaction import DOORS
+        from ..config import Config, RedactionConfig
 
-        result = run(data, doors=tuple(door) if door else DOORS, limit=limit, progress=progress)
+        config = Config(embedder="hash", redaction=RedactionConfig(enabled=redact))
+        result = run(data, doors=tuple(door) if door else DOORS, limit=limit, progress=progress,
+                     config=config)
     report(f"redaction ({data.name})", result, as_json)
 
 

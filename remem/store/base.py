@@ -9,11 +9,21 @@ from typing import Any, Protocol
 
 import numpy as np
 
-from ..model import HeedRate, HistoryEntry, Injection, JobInfo, MemoryItem, Page, Scope, Source
+from ..model import (
+    AuditEntry,
+    HeedRate,
+    HistoryEntry,
+    Injection,
+    JobInfo,
+    MemoryItem,
+    Page,
+    Scope,
+    Source,
+)
 
-__all__ = ["ApiKeyStore", "CopyStore", "Filters", "GraphStore", "InjectionLog", "Job", "JobStore",
-           "MemoryStore", "NewInjection", "NewMemory", "RecallStore", "Store", "TopicRowLike",
-           "Transaction", "WorkingMemoryStore"]
+__all__ = ["ApiKeyStore", "AuditLog", "CopyStore", "Filters", "GraphStore", "InjectionLog", "Job",
+           "JobStore", "MemoryStore", "NewAudit", "NewInjection", "NewMemory", "RecallStore", "Store",
+           "TopicRowLike", "Transaction", "WorkingMemoryStore"]
 
 
 @dataclass(frozen=True)
@@ -61,6 +71,23 @@ class NewInjection:
     tokens: int
     items: Sequence[tuple[str, str, Sequence[str]]] = ()
     text: str | None = None
+
+
+@dataclass(frozen=True)
+class NewAudit:
+    """An audit entry to record (see :class:`~remem.model.AuditEntry`); ``at`` is epoch
+    seconds."""
+
+    id: str
+    at: float
+    door: str
+    action: str
+    org_id: str
+    user_id: str | None = None
+    actor: str | None = None
+    key_id: str | None = None
+    target: str | None = None
+    status: int | None = None
 
 
 @dataclass(frozen=True)
@@ -371,6 +398,24 @@ class InjectionLog(Protocol):
     def heed_rates(self, scope: Scope, *, since: float | None = None) -> list[HeedRate]: ...
 
 
+class AuditLog(Protocol):
+    """The audit log: every change and read through the services.
+
+    Reads stay inside the walls they are given: the org, and when ``user_id`` is given,
+    that user's entries only. Writes change no memory (:meth:`MemoryStore.change_token`
+    stays as it is).
+    """
+
+    def record_audit(self, entry: NewAudit) -> None: ...
+
+    def audit(self, org_id: str, user_id: str | None = None, *, door: str | None = None,
+              actor: str | None = None, key_id: str | None = None, action: str | None = None,
+              target: str | None = None, since: float | None = None, until: float | None = None,
+              limit: int = 50, cursor: str | None = None) -> tuple[list[AuditEntry], str | None]:
+        """Entries newest first (``action`` matches as a prefix), and the cursor of the next
+        page (None at the end)."""
+
+
 class Store(MemoryStore, RecallStore, GraphStore, WorkingMemoryStore, JobStore, ApiKeyStore,
-            CopyStore, InjectionLog, Protocol):
+            CopyStore, InjectionLog, AuditLog, Protocol):
     """Everything the layers above use; each adapter implements all of it."""

