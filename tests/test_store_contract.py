@@ -29,11 +29,13 @@ from remem.model import Scope, Share
 from remem.store import Filters, NewMemory, Store, create_store
 from remem.store.base import (
     ApiKeyStore,
+    AuditLog,
     CopyStore,
     GraphStore,
     InjectionLog,
     JobStore,
     MemoryStore,
+    NewAudit,
     NewInjection,
     RecallStore,
     ShareStore,
@@ -284,6 +286,17 @@ def test_stats_count_what_is_stored(store: Store, store_target: str | Path) -> N
     assert stats["jobs"] == {"queued": 1} and stats["path"] == str(store_target)
 
 
+def test_stats_of_one_org_or_user_count_only_theirs(store: Store) -> None:
+    store.insert([episode("e_1", "one"), derived("m_1", "fact", ("e_1",))], "j_1")
+    store.insert([episode("e_2", "two", BOB), episode("e_3", "three", BOB)], "j_2")
+    store.insert([episode("e_4", "elsewhere", Scope(org_id="globex", user_id="alice"))], "j_3")
+    alice = store.stats(org_id="default", user_id="alice")
+    assert (alice["episodes"], alice["memories"], alice["passages"]) == (1, 1, 2)
+    assert alice["jobs"] == {"queued": 1} and alice["size_bytes"] == 0
+    assert store.stats(org_id="default")["episodes"] == 3
+    assert store.stats()["episodes"] == 4
+
+
 # --- recall channels ----------------------------------------------------------------------
 
 def test_fulltext_stems_english_and_finds_chinese_words(store: Store) -> None:
@@ -425,6 +438,53 @@ def test_enqueue_claim_finish(store: Store) -> None:
     assert [j.id for j in store.jobs(state="running")] == ["j_low"]
     with pytest.raises(JobNotFoundError):
         store.job("j_1", org_id="another")
+
+
+def test_jobs_remember_whose_data_they_concern(store: Store) -> None:
+    store.enqueue("extract", {}, job_id="j_alice", org_id="default", user_id="alice")
+    store.enqueue("extract", {}, job_id="j_bob", org_id="default", user_id="bob")
+    store.insert([episode("e_1", "one")], "j_embed")  # alice's episode: alice's job
+    assert {j.id for j in store.jobs(org_id="default", user_id="alice")} == {"j_alice", "j_embed"}
+    assert store.job("j_bob", "default", "bob").id == "j_bob"
+    with pytest.raises(JobNotFoundError):
+        store.job("j_bob", "default", "alice")
+
+
+def test_the_audit_log_keeps_its_walls_and_filters(store: Store) -> None:
+    for n, (org, user, door, action) in enumerate([
+            ("default", "alice", "rest", "GET /v1/memories"),
+            ("default", "alice", "mcp", "memory_remember"),
+            ("default", "bob", "rest", "DELETE /v1/memories/{memory_id}"),
+            ("globex", "alice", "cli", "remem purge")]):
+        store.record_audit(NewAudit(id=f"a_{n}", at=1000.0 + n, door=door, action=action,
+                                    org_id=org, user_id=user, actor=user, key_id=f"k_{user}",
+                                    target=f"m_{n}", status=200))
+    alice, _ = store.audit("default", "alice")
+    assert [e.id for e in alice] == ["a_1", "a_0"]  # newest first, bob's and globex's left out
+    assert alice[0].key_id == "k_alice" and alice[0].at.timestamp() == 1001.0
+    assert [e.id for e in store.audit("default")[0]] == ["a_2", "a_1", "a_0"]
+    assert [e.id for e in store.audit("default", door="rest")[0]] == ["a_2", "a_0"]
+    assert [e.id for e in store.audit("default", action="DELETE")[0]] == ["a_2"]
+    assert [e.id for e in store.audit("default", since=1001.0, until=1002.0)[0]] == ["a_1"]
+    assert [e.id for e in store.audit("default", target="m_0", key_id="k_alice", actor="alice")[0]] == ["a_0"]
+    page, cursor = store.audit("default", limit=2)
+    assert [e.id for e in page] == ["a_2", "a_1"] and cursor is not None
+    assert [e.id for e in store.audit("default", limit=2, cursor=cursor)[0]] == ["a_0"]
+
+
+def test_a_purge_leaves_its_words_in_no_log_and_no_working_memory_reason(store: Store) -> None:
+    s1 = Scope(user_id="alice", session_id="s1")
+    store.insert([episode("e_1", "the zanzibarquux plan", s1), episode("e_2", "lunch", s1)], None)
+    store.warm(s1, {"e_2": (1.0, "prefetched for: the zanzibarquux plan")}, 10)
+    store.log_injection(NewInjection(id="i_1", at=time.time(), door="context", scope=s1,
+                                     query="zanzibarquux", tokens=5, text="- the zanzibarquux plan",
+                                     items=[("e_1", "recall", ["fulltext"])]),
+                        keep_days=None, keep_rows=None)
+    store.purge("e_1", ALICE)
+    entry = store.injection("i_1", ALICE)
+    assert (entry.text, entry.query) == (None, None)
+    assert [m.id for m, _ in store.working_set(s1)] == ["e_2"]
+    assert store.fulltext(["zanzibarquux"], ALICE, ALL, 10) == []
 
 
 def test_an_expired_lease_is_taken_over_and_the_old_worker_loses(store: Store) -> None:
@@ -612,7 +672,7 @@ def test_rows_copied_into_another_store_keep_their_ids(store: Store, tmp_path: P
 # --- the contract covers the protocol -------------------------------------------------------
 
 PROTOCOLS = (MemoryStore, RecallStore, GraphStore, WorkingMemoryStore, JobStore, ApiKeyStore,
-             CopyStore, InjectionLog, ShareStore)
+             CopyStore, InjectionLog, ShareStore, AuditLog)
 
 
 def protocol_methods() -> set[str]:

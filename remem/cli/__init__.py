@@ -16,6 +16,7 @@ __all__ = ["app", "main"]
 def _app() -> Any:
     from . import (  # noqa: F401  (they register the commands)
         agents,
+        audit,
         bench,
         bench_activation,
         bench_extract,

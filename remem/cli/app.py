@@ -235,7 +235,37 @@ def open_memory(db: str | Path | None, config: Config | None = None, *,
     """
     with boundary():
         memory = Memory(db, config=config, create=create)
+        before = memory.store.change_token()
+        status = 1
         try:
             yield memory
+            status = 0
         finally:
-            memory.close()
+            try:
+                if memory.store.change_token() != before:  # a command that wrote
+                    _record_command(memory, status)
+            finally:
+                memory.close()
+
+
+def _record_command(memory: Memory, status: int) -> None:
+    """Put the command that changed the store in the audit log: its name, the id it was
+    given, the scope options, and the account that ran it (never the texts it was given)."""
+    import getpass
+
+    ctx = get_current_context(silent=True)
+    params = dict(ctx.params) if ctx is not None else {}
+    action = ctx.command_path if ctx is not None else "remem"
+    target = next((str(v) for k, v in params.items() if k.endswith("id") and isinstance(v, str)),
+                  None)
+    try:
+        actor = getpass.getuser()
+    except (KeyError, OSError):  # no name for this uid
+        actor = None
+    try:
+        memory.record_access(door="cli", action=action, target=target, status=status,
+                             org_id=params.get("org") if isinstance(params.get("org"), str) else None,
+                             user_id=params.get("user") if isinstance(params.get("user"), str) else None,
+                             actor=actor)
+    except Exception as exc:  # what the command did stands; say that it was not recorded
+        err_console().print(f"warning: not recorded in the audit log: {exc}", highlight=False)

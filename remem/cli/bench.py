@@ -223,6 +223,35 @@ def injection(
 
 
 @bench_app.command()
+def redaction(
+    data: Annotated[Path, typer.Option(
+        exists=True, dir_okay=False, help="A planted corpus (JSONL, benchmarks/redaction/README.md).")],
+    door: Annotated[list[str] | None, typer.Option(
+        help="Only these doors (repeatable): add, add_events, remember, update, rest, mcp, hook, "
+        "import, proxy.")] = None,
+    limit: Annotated[int | None, typer.Option(help="Only the first N lines.")] = None,
+    redact: Annotated[bool, typer.Option(
+        help="--no-redact stores the texts as they are: the figures without redaction.")] = True,
+    progress: ProgressOpt = True,
+    as_json: JsonOpt = False,
+) -> None:
+    """Plant secrets and personal data in text sent through every door, and count what
+    reaches the SQLite file or its WAL verbatim; ordinary texts give the false positives.
+
+    Example: remem bench redaction --data benchmarks/redaction/planted.jsonl --json
+    """
+    run = load_runner("redaction")
+    with boundary():
+        from ..bench.redaction import DOORS
+        from ..config import Config, RedactionConfig
+
+        config = Config(embedder="hash", redaction=RedactionConfig(enabled=redact))
+        result = run(data, doors=tuple(door) if door else DOORS, limit=limit, progress=progress,
+                     config=config)
+    report(f"redaction ({data.name})", result, as_json)
+
+
+@bench_app.command()
 def scale(
     n: Annotated[int, typer.Option("--n", min=1, help="How many memories to store.")] = 100_000,
     queries: Annotated[int, typer.Option(min=1, help="How many searches to time.")] = 200,

@@ -8,10 +8,12 @@ tool errors with the library's message.
 
 from __future__ import annotations
 
+import functools
+import logging
 import os
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
-from typing import TYPE_CHECKING, Annotated, Literal, get_args
+from typing import TYPE_CHECKING, Annotated, Any, Literal, get_args
 
 from pydantic import Field
 
@@ -24,6 +26,8 @@ if TYPE_CHECKING:
     from mcp.server.mcpserver import MCPServer
 
 __all__ = ["INSTRUCTIONS", "build_server", "serve"]
+
+log = logging.getLogger(__name__)
 
 INSTRUCTIONS = """\
 remem is this project's long-term memory: conventions, pitfalls (each with its fix),
@@ -66,6 +70,38 @@ def _as_tool_errors() -> Iterator[None]:
         raise ToolError(str(exc)) from exc
 
 
+def _audited(register: Callable[..., Any], agent: AgentMemory) -> Callable[..., Any]:
+    """``server.tool`` that registers each tool so that every call of it is recorded in the
+    audit log (the tool, the memory it named, whether it succeeded)."""
+
+    def tool(*args: Any, **kwargs: Any) -> Callable[[Callable[..., Any]], Any]:
+        decorate = register(*args, **kwargs)
+
+        def wrap(fn: Callable[..., Any]) -> Any:
+            @functools.wraps(fn)
+            def call(*a: Any, **kw: Any) -> Any:
+                target = next((str(v) for k, v in kw.items() if k.endswith("id") and v), None)
+                status = 1
+                try:
+                    out = fn(*a, **kw)
+                    status = 0
+                    return out
+                finally:
+                    try:
+                        agent.memory.record_access(
+                            door="mcp", action=fn.__name__, org_id=agent.scope.org_id,
+                            user_id=agent.scope.user_id, actor=agent.scope.user_id,
+                            target=target, status=status)
+                    except Exception:  # the answer goes back all the same
+                        log.exception("could not record %s in the audit log", fn.__name__)
+
+            return decorate(call)
+
+        return wrap
+
+    return tool
+
+
 def build_server(agent: AgentMemory) -> MCPServer:
     """An MCP server whose tools read and write ``agent``'s memory in its scope."""
     server_class = _sdk()
@@ -76,6 +112,7 @@ def build_server(agent: AgentMemory) -> MCPServer:
 
     server = server_class("remem", instructions=INSTRUCTIONS, version=__version__,
                           log_level="WARNING")
+    server.tool = _audited(server.tool, agent)  # type: ignore[method-assign]
     reads = ToolAnnotations(read_only_hint=True, open_world_hint=False)
     writes = ToolAnnotations(read_only_hint=False, destructive_hint=False, open_world_hint=False)
 

@@ -110,6 +110,30 @@ class MindMap:
                                           keywords=dict(counts), size=len(group))
             self.store.place([m.id for m in group], child)
 
+    def refresh(self, scope: Scope) -> None:
+        """Count the keywords, labels and sizes of a scope's topics again from the memories
+        still active in them (after a purge or a forget, no topic keeps their words)."""
+        topics = self.store.topics(scope)
+        members = self.store.topic_members([t.rowid for t in topics])
+        children: dict[int | None, list[TopicRow]] = {}
+        for t in topics:
+            children.setdefault(t.parent, []).append(t)
+
+        def count(t: TopicRow) -> tuple[Counter[str], int]:
+            own = members.get(t.rowid, [])
+            counts, size = Counter(w for m in own for w in keywords(m)), len(own)
+            for child in children.get(t.rowid, []):
+                sub, n = count(child)
+                counts.update(sub)
+                size += n
+            if dict(counts) != t.keywords or size != t.size:
+                self.store.save_topic(scope, t, parent=t.parent, label=_label(dict(counts)),
+                                      keywords=dict(counts), size=size)
+            return counts, size
+
+        for root in children.get(None, []):
+            count(root)
+
     def tree(self, scope: Scope, *, per_topic: int = 20) -> TopicNode:
         """The tree of a scope and every scope inside it (a field left out matches any, as
         in search), topics with their (most used first) memories."""

@@ -106,7 +106,7 @@ class Triggers:
                 key = f"coalesce:{t.job}:" + json.dumps(_session(event), sort_keys=True)
             job_id = new_id("j_")
             if self.store.enqueue(t.job, payload, job_id=job_id, priority=t.priority, key=key,
-                                  org_id=event.scope.org_id):
+                                  org_id=event.scope.org_id, user_id=event.scope.user_id):
                 queued[job_id] = t.job
         return queued
 
@@ -129,6 +129,6 @@ class Triggers:
                     if not self.store.has_job_key(key) and self.store.enqueue(
                             t.job, t.payload(TriggerEvent("idle", scope)),
                             job_id=(job_id := new_id("j_")), priority=t.priority, key=key,
-                            org_id=scope.org_id):
+                            org_id=scope.org_id, user_id=scope.user_id):
                         queued.append(job_id)
         return queued

@@ -174,17 +174,25 @@ def agent_routes(memory: Memory, auth: Authenticator) -> APIRouter:
                               Query()] = None,
              kind: Annotated[str | None, Query(description="embed, extract...")] = None,
              limit: Annotated[int, Query(ge=1, le=1000)] = 50) -> JobList:
-        """The background jobs of the key's org, newest first, with why they failed (admin)."""
-        return JobList(jobs=memory.jobs(state=state, kind=kind, org_id=who.org_id, limit=limit))
+        """The background jobs of the key's org, or of its user's data when the key is
+        confined to one user, newest first, with why they failed (admin)."""
+        return JobList(jobs=memory.jobs(state=state, kind=kind, org_id=who.org_id,
+                                        user_id=who.user_id, limit=limit))
+
+    def _own_job(job_id: str, who: Principal) -> str:
+        """The job, if the key may see it (another user's is not found, as outside its org)."""
+        if who.user_id is not None:
+            memory.store.job(job_id, who.org_id, who.user_id)
+        return job_id
 
     @router.post("/jobs/{job_id}/retry", tags=["jobs"])
     def retry_job(job_id: JobId, who: Annotated[Principal, Depends(admin)]) -> JobInfo:
         """Queue a failed or cancelled job again (admin)."""
-        return _job(lambda j: memory.retry_job(j, org_id=who.org_id), job_id)
+        return _job(lambda j: memory.retry_job(_own_job(j, who), org_id=who.org_id), job_id)
 
     @router.post("/jobs/{job_id}/cancel", tags=["jobs"])
     def cancel_job(job_id: JobId, who: Annotated[Principal, Depends(admin)]) -> JobInfo:
         """Cancel a queued or failed job (admin)."""
-        return _job(lambda j: memory.cancel_job(j, org_id=who.org_id), job_id)
+        return _job(lambda j: memory.cancel_job(_own_job(j, who), org_id=who.org_id), job_id)
 
     return router

@@ -11,6 +11,7 @@ from .. import __version__
 from ..config import ServerConfig
 from ..memory import Memory
 from .agent_routes import agent_routes
+from .audit import AuditTrail, audit_routes
 from .auth import Authenticator
 from .do_routes import do_routes
 from .errors import install_error_handlers
@@ -58,6 +59,7 @@ def create_app(memory: Memory, *, config: ServerConfig | None = None) -> FastAPI
 
     app = FastAPI(title="remem", version=__version__, description=_DESCRIPTION, lifespan=lifespan)
     install_error_handlers(app)
+    app.add_middleware(AuditTrail, memory=memory)
     app.add_middleware(BodyLimit, max_bytes=config.max_body_bytes)
     app.add_middleware(HostGuard, hosts=allowed_hosts(config.host, config.allowed_hosts))
     app.include_router(service_routes(memory, auth, keys))
@@ -66,6 +68,7 @@ def create_app(memory: Memory, *, config: ServerConfig | None = None) -> FastAPI
     app.include_router(do_routes(memory, auth))
     app.include_router(log_routes(memory, auth))
     app.include_router(share_routes(memory, auth))
+    app.include_router(audit_routes(memory, auth))
     app.include_router(event_routes(hub, auth))
     app.include_router(proxy_routes(proxy, auth))
     install_console(app, memory, auth)

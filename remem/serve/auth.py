@@ -101,6 +101,7 @@ class Authenticator:
                                f"{request.method} {request.url.path} needs {','.join(missing)}. "
                                f"Create a key with `remem keys create --org {who.org_id} --scopes "
                                f"{','.join(sorted({*who.scopes, *missing}))}`")
+            request.state.principal = who  # for the audit log
             return who
 
         return dependency

@@ -84,8 +84,9 @@ def service_routes(memory: Memory, auth: Authenticator, keys: KeyStore) -> APIRo
 
     @router.get("/stats", responses=ERRORS)
     def stats(who: Annotated[Principal, Depends(admin)]) -> Stats:
-        """Counts of the whole store, every org together (admin)."""
-        return memory.stats()
+        """Counts of what the key may see (admin): its org's, or its user's when the key is
+        confined to one user; without keys (single-user mode), the whole store's."""
+        return memory.stats(org_id=who.org_id, user_id=who.user_id)
 
     return router
 

@@ -9,11 +9,22 @@ from typing import Any, Protocol
 
 import numpy as np
 
-from ..model import HeedRate, HistoryEntry, Injection, JobInfo, MemoryItem, Page, Scope, Share, Source
+from ..model import (
+    AuditEntry,
+    HeedRate,
+    HistoryEntry,
+    Injection,
+    JobInfo,
+    MemoryItem,
+    Page,
+    Scope,
+    Share,
+    Source,
+)
 
-__all__ = ["ApiKeyStore", "CopyStore", "Filters", "GraphStore", "InjectionLog", "Job", "JobStore",
-           "MemoryStore", "NewInjection", "NewMemory", "RecallStore", "ShareStore", "Store", "TopicRowLike",
-           "Transaction", "WorkingMemoryStore"]
+__all__ = ["ApiKeyStore", "AuditLog", "CopyStore", "Filters", "GraphStore", "InjectionLog", "Job",
+           "JobStore", "MemoryStore", "NewAudit", "NewInjection", "NewMemory", "RecallStore", "ShareStore",
+           "Store", "TopicRowLike", "Transaction", "WorkingMemoryStore"]
 
 
 @dataclass(frozen=True)
@@ -61,6 +72,23 @@ class NewInjection:
     tokens: int
     items: Sequence[tuple[str, str, Sequence[str]]] = ()
     text: str | None = None
+
+
+@dataclass(frozen=True)
+class NewAudit:
+    """An audit entry to record (see :class:`~remem.model.AuditEntry`); ``at`` is epoch
+    seconds."""
+
+    id: str
+    at: float
+    door: str
+    action: str
+    org_id: str
+    user_id: str | None = None
+    actor: str | None = None
+    key_id: str | None = None
+    target: str | None = None
+    status: int | None = None
 
 
 @dataclass(frozen=True)
@@ -184,7 +212,9 @@ class MemoryStore(Protocol):
         """Mark ``old_id`` superseded by ``new_id`` (valid until ``at``), link them, and flag
         for review the memories derived from the old one; returns the flagged ids."""
 
-    def stats(self) -> dict[str, Any]: ...
+    def stats(self, *, org_id: str | None = None, user_id: str | None = None) -> dict[str, Any]:
+        """Counts of the whole store, or of one org, or of one user of it (then
+        ``size_bytes`` is 0: the file holds the others' data too)."""
 
     def meta(self, key: str) -> str | None: ...
 
@@ -273,8 +303,9 @@ class JobStore(Protocol):
 
     def enqueue(self, kind: str, payload: dict[str, Any], *, job_id: str, priority: int = 0,
                 key: str | None = None, delay_s: float = 0.0, max_attempts: int = 5,
-                org_id: str | None = None) -> bool:
-        """Queue a job (in the open transaction, if any); False when ``key`` is taken."""
+                org_id: str | None = None, user_id: str | None = None) -> bool:
+        """Queue a job (in the open transaction, if any); False when ``key`` is taken.
+        ``org_id`` and ``user_id`` say whose data it concerns."""
 
     def claim_jobs(self, kind: str, limit: int, lease_s: float) -> list[Job]: ...
 
@@ -296,9 +327,10 @@ class JobStore(Protocol):
     def quiet_sessions(self, before: float, limit: int = 100) -> list[tuple[Scope, float]]: ...
 
     def jobs(self, *, state: str | None = None, kind: str | None = None,
-             org_id: str | None = None, limit: int = 50) -> list[JobInfo]: ...
+             org_id: str | None = None, user_id: str | None = None,
+             limit: int = 50) -> list[JobInfo]: ...
 
-    def job(self, job_id: str, org_id: str | None = None) -> JobInfo: ...
+    def job(self, job_id: str, org_id: str | None = None, user_id: str | None = None) -> JobInfo: ...
 
     def retry_job(self, job_id: str, org_id: str | None = None) -> JobInfo: ...
 
@@ -385,6 +417,24 @@ class ShareStore(Protocol):
         ``project`` name the scope shared, exactly)."""
 
 
+class AuditLog(Protocol):
+    """The audit log: every change and read through the services.
+
+    Reads stay inside the walls they are given: the org, and when ``user_id`` is given,
+    that user's entries only. Writes change no memory (:meth:`MemoryStore.change_token`
+    stays as it is).
+    """
+
+    def record_audit(self, entry: NewAudit) -> None: ...
+
+    def audit(self, org_id: str, user_id: str | None = None, *, door: str | None = None,
+              actor: str | None = None, key_id: str | None = None, action: str | None = None,
+              target: str | None = None, since: float | None = None, until: float | None = None,
+              limit: int = 50, cursor: str | None = None) -> tuple[list[AuditEntry], str | None]:
+        """Entries newest first (``action`` matches as a prefix), and the cursor of the next
+        page (None at the end)."""
+
+
 class Store(MemoryStore, RecallStore, GraphStore, WorkingMemoryStore, JobStore, ApiKeyStore,
-            CopyStore, InjectionLog, ShareStore, Protocol):
+            CopyStore, InjectionLog, ShareStore, AuditLog, Protocol):
     """Everything the layers above use; each adapter implements all of it."""

@@ -392,16 +392,18 @@ class DerivedOps:
 
     def enqueue(self, kind: str, payload: dict[str, Any], *, job_id: str, priority: int = 0,
                 key: str | None = None, delay_s: float = 0.0, max_attempts: int = 5,
-                org_id: str | None = None) -> bool:
+                org_id: str | None = None, user_id: str | None = None) -> bool:
         """Queue a job (in the caller's transaction if one is open); False when ``key`` is
-        taken. ``org_id`` is the org whose data it concerns (None: the whole store)."""
+        taken. ``org_id`` and ``user_id`` say whose data it concerns (None: the whole store,
+        the whole org)."""
         now = time.time()
         with self.write() as c:
             return c.execute(
                 "INSERT OR IGNORE INTO jobs (id, kind, payload, priority, max_attempts, run_after, "
-                "idempotency_key, created_at, updated_at, org_id) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+                "idempotency_key, created_at, updated_at, org_id, user_id) "
+                "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
                 (job_id, kind, json.dumps(payload, ensure_ascii=False), priority, max_attempts,
-                 now + delay_s, key, now, now, org_id)).rowcount == 1
+                 now + delay_s, key, now, now, org_id, user_id)).rowcount == 1
 
     def has_pending(self, kinds: Sequence[str]) -> bool:
         """True while a job of one of these kinds is queued and due, or running."""
@@ -447,12 +449,17 @@ class DerivedOps:
                                      "its results are discarded")
 
     def jobs(self, *, state: str | None = None, kind: str | None = None,
-             org_id: str | None = None, limit: int = 50) -> list[JobInfo]:
-        """Jobs, newest first; with ``org_id``, only that org's."""
+             org_id: str | None = None, user_id: str | None = None,
+             limit: int = 50) -> list[JobInfo]:
+        """Jobs, newest first; with ``org_id``, only that org's; with ``user_id`` too, only
+        those about that user's data."""
         clauses, params = ["1"], []
         if org_id is not None:
             clauses.append("org_id = ?")
             params.append(org_id)
+        if user_id is not None:
+            clauses.append("user_id = ?")
+            params.append(user_id)
         if state is not None:
             clauses.append("state = ?")
             params.append(state)
@@ -463,10 +470,11 @@ class DerivedOps:
             f"SELECT {_JOB_COLUMNS} FROM jobs WHERE {' AND '.join(clauses)} "
             f"ORDER BY rowid DESC LIMIT ?", [*params, limit])]
 
-    def job(self, job_id: str, org_id: str | None = None) -> JobInfo:
-        """One job; with ``org_id``, only if it is that org's."""
+    def job(self, job_id: str, org_id: str | None = None, user_id: str | None = None) -> JobInfo:
+        """One job; with ``org_id`` (and ``user_id``), only if it is that org's (user's)."""
         row = self.conn.execute(f"SELECT {_JOB_COLUMNS} FROM jobs WHERE id = ? AND "
-                                f"(? IS NULL OR org_id = ?)", (job_id, org_id, org_id)).fetchone()
+                                f"(? IS NULL OR org_id = ?) AND (? IS NULL OR user_id = ?)",
+                                (job_id, org_id, org_id, user_id, user_id)).fetchone()
         if row is None:
             raise JobNotFoundError(job_id)
         return _job_info(row)

@@ -4,12 +4,14 @@ how working memory cools, which job keys are given back when a job starts."""
 from __future__ import annotations
 
 import json
+import re
 from collections.abc import Callable, Iterable, Sequence
+from typing import Any
 
 from ..errors import ValidationError
 
-__all__ = ["COALESCE_PREFIX", "HEAT_DECAY", "REVIEW_NOTE", "best_topic", "page_before",
-           "purge_closure"]
+__all__ = ["COALESCE_PREFIX", "HEAT_DECAY", "REVIEW_NOTE", "best_topic", "counted_sql",
+           "mentions", "owner_of", "page_before", "purge_closure", "purged_words"]
 
 #: Each warming of a session's working memory first multiplies every heat by this.
 HEAT_DECAY = 0.8
@@ -31,6 +33,41 @@ def purge_closure(start: int, derived_of: Callable[[int], Iterable[int]]) -> lis
         doomed[rowid] = None
         todo += derived_of(rowid)
     return list(doomed)
+
+
+def owner_of(items: Sequence[Any]) -> str | None:
+    """The user whose data new memories are, when they are all one user's."""
+    users = {item.scope.user_id for item in items}
+    return users.pop() if len(users) == 1 else None
+
+
+def counted_sql(org_id: str | None, user_id: str | None, *, alias: str = "m",
+                mark: str = "?") -> tuple[str, list[Any]]:
+    """The WHERE clause of counts confined to an org, or to one user of it."""
+    clauses, params = ["1 = 1"], []
+    if org_id is not None:
+        clauses.append(f"{alias}.org_id = {mark}")
+        params.append(org_id)
+        if user_id is not None:
+            clauses.append(f"{alias}.user_id = {mark}")
+            params.append(user_id)
+    return " AND ".join(clauses), params
+
+
+def purged_words(texts: Iterable[str]) -> set[str]:
+    """What marks text derived from purged ones: their word pairs, and their long words."""
+    marks: set[str] = set()
+    for text in texts:
+        words = re.findall(r"\w+", text.lower())
+        marks.update(f"{a} {b}" for a, b in zip(words, words[1:]))
+        marks.update(w for w in words if len(w) >= 8)
+    return marks
+
+
+def mentions(text: str, marks: set[str]) -> bool:
+    """True when ``text`` holds a word pair or a long word of purged text."""
+    words = re.findall(r"\w+", text.lower())
+    return any(w in marks for w in words) or any(f"{a} {b}" in marks for a, b in zip(words, words[1:]))
 
 
 def page_before(cursor: str | None) -> int:

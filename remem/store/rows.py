@@ -93,7 +93,7 @@ TRANSFER: dict[str, tuple[str, ...]] = {
     "api_keys": tuple(KEY_COLUMNS.split(", ")),
     "jobs": ("rowid", "id", "kind", "payload", "state", "priority", "attempts", "max_attempts",
              "run_after", "lease_until", "last_error", "idempotency_key", "created_at",
-             "updated_at", "org_id"),
+             "updated_at", "org_id", "user_id"),
     "injections": ("rowid", "id", "at", "door", "org_id", "user_id", "agent_id", "project",
                    "session_id", "query", "tokens", "text"),
     "injection_items": ("injection_rowid", "rank", "memory_rowid", "section", "channels",

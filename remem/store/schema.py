@@ -240,6 +240,30 @@ MIGRATIONS: list[str] = [
                                               grantee_kind, grantee);
     CREATE INDEX shares_grantee ON shares (org_id, grantee_kind, grantee);
     """,
+    # 8: each job records the user whose data it concerns too, so a key confined to one
+    # user sees only that user's jobs
+    """
+    ALTER TABLE jobs ADD COLUMN user_id TEXT;
+    CREATE INDEX jobs_user ON jobs (org_id, user_id, rowid);
+    """,
+    # 9: the audit log: every change and read through the services, inside the walls
+    """
+    CREATE TABLE audit (
+        rowid INTEGER PRIMARY KEY,
+        id TEXT NOT NULL UNIQUE,
+        at REAL NOT NULL,
+        door TEXT NOT NULL,
+        action TEXT NOT NULL,
+        org_id TEXT NOT NULL,
+        user_id TEXT,
+        actor TEXT,
+        key_id TEXT,
+        target TEXT,
+        status INTEGER
+    );
+    CREATE INDEX audit_user ON audit (org_id, user_id, rowid);
+    CREATE INDEX audit_at ON audit (at);
+    """,
 ]
 
 SCHEMA_VERSION = len(MIGRATIONS)

