@@ -142,6 +142,10 @@ class Config(BaseModel):
                                "busy core")
     embed_threads: int | None = Field(None, ge=1, le=64, description="threads for passages "
                                       "embedded in the background (None: the engine's default)")
+    ann_threshold: int | None = Field(
+        20_000, ge=1, description="a scope holding more vectors than this is searched through "
+        "an approximate (HNSW) index whose candidates are re-ranked exactly, when usearch is "
+        "installed (pip install 'remem[ann]'); None: always an exact scan")
     chunk_tokens: int = Field(200, ge=16, description="long texts are split into passages")
     max_text_chars: int = Field(100_000, ge=1, description="one message's size limit")
     busy_timeout_s: float = Field(10.0, gt=0)
@@ -188,7 +192,7 @@ class Config(BaseModel):
             values["agent"] = agent
         if env.get("REMEM_STORE_URL"):
             values["store"] = env["REMEM_STORE_URL"]
-        for name in ("job_lease_s", "job_backoff_s", "query_threads", "embed_threads",
+        for name in ("job_lease_s", "job_backoff_s", "query_threads", "embed_threads", "ann_threshold",
                      "injection_log_days", "injection_log_rows"):
             if f"REMEM_{name.upper()}" in env:
                 values[name] = env[f"REMEM_{name.upper()}"]
