@@ -5,7 +5,7 @@ from __future__ import annotations
 import os
 from collections.abc import Mapping
 from pathlib import Path
-from typing import Any
+from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
 
@@ -146,6 +146,9 @@ class Config(BaseModel):
         20_000, ge=1, description="a scope holding more vectors than this is searched through "
         "an approximate (HNSW) index whose candidates are re-ranked exactly, when usearch is "
         "installed (pip install 'remem[ann]'); None: always an exact scan")
+    vector_index: Literal["scoped", "flat"] = Field(
+        "scoped", description="'scoped': vectors grouped by scope; 'flat': the former "
+        "store-wide matrix, kept so that `remem bench scale` can time both")
     chunk_tokens: int = Field(200, ge=16, description="long texts are split into passages")
     max_text_chars: int = Field(100_000, ge=1, description="one message's size limit")
     busy_timeout_s: float = Field(10.0, gt=0)

