@@ -45,28 +45,50 @@ def detect(path: Path) -> str:
     raise ValidationError("data", f"{path} is neither a LoCoMo nor a LongMemEval file")
 
 
+def _cache_file(cache: Path, memory: Memory) -> Path:
+    return cache / f"passages-{memory.embedder.name}.npz"
+
+
+def _read_cache(file: Path) -> dict[str, np.ndarray]:
+    if not file.is_file():
+        return {}
+    with np.load(file) as saved:
+        return dict(zip(saved["keys"].tolist(), saved["vectors"], strict=True))
+
+
+def _write_cache(file: Path, known: dict[str, np.ndarray]) -> None:
+    file.parent.mkdir(parents=True, exist_ok=True)
+    part = file.with_suffix(".part.npz")
+    np.savez(part, keys=np.array(list(known)), vectors=np.stack(list(known.values())))
+    part.replace(file)
+
+
+def _key(text: str) -> str:
+    return hashlib.sha256(text.encode()).hexdigest()[:24]
+
+
 def _embed(memory: Memory, texts: list[str], cache: Path | None, progress: bool,
            label: str) -> np.ndarray:
-    """Passage embeddings of ``texts``, read from ``cache`` when it holds these texts."""
-    digest = hashlib.sha256("\x00".join(texts).encode()).hexdigest()[:16]
-    file = None if cache is None else cache / f"{label}-{memory.embedder.name}-{digest}.npy"
-    if file is not None and file.is_file():
-        return np.load(file)
-    shown = Reporter(f"embed {label}", len(texts)) if progress else None
+    """Passage embeddings of ``texts``; ``cache`` keeps each text's between runs (and
+    while a long run goes on, so a stopped run loses little)."""
+    file = None if cache is None else _cache_file(cache, memory)
+    known = {} if file is None else _read_cache(file)
+    missing = sorted({t for t in texts if _key(t) not in known}, key=len)
+    shown = Reporter(f"embed {label}", len(missing)) if progress and missing else None
     # batches of texts of like length: less padding for the engine to compute
-    order = sorted(range(len(texts)), key=lambda i: len(texts[i]))
-    vectors = np.empty((len(texts), memory.embedder.dim), dtype=np.float32)
-    for i in range(0, len(order), 16):
-        batch = order[i : i + 16]
-        vectors[batch] = memory.embedder.embed_passages([texts[j] for j in batch])
+    for i in range(0, len(missing), 16):
+        batch = missing[i : i + 16]
+        for text, vector in zip(batch, memory.embedder.embed_passages(batch), strict=True):
+            known[_key(text)] = vector
         if shown is not None:
             shown.advance(len(batch))
+        if file is not None and (i // 16) % 40 == 39:
+            _write_cache(file, known)
     if shown is not None:
         shown.close()
-    if file is not None:
-        file.parent.mkdir(parents=True, exist_ok=True)
-        np.save(file, vectors)
-    return vectors
+    if file is not None and missing:
+        _write_cache(file, known)
+    return np.stack([known[_key(t)] for t in texts]).astype(np.float32)
 
 
 def _ingest(memory: Memory, name: str, turns: list[str], cache: Path | None,
@@ -110,10 +132,12 @@ def _compare(approx: Memory, exact: Memory, scope: Scope, queries: np.ndarray,
 
 
 def run(data: list[Path], queries: int = 500, ann_threshold: int = 1000,
-        cache: Path | None = None, progress: bool = True) -> dict[str, Any]:
+        cache: Path | None = None, limit: int | None = None,
+        progress: bool = True) -> dict[str, Any]:
     """Embed the turns and questions of each file in ``data`` and compare the approximate
-    and exact vector searches on up to ``queries`` questions per file; ``cache`` keeps the
-    passage embeddings between runs."""
+    and exact vector searches on up to ``queries`` questions per file; ``limit`` takes the
+    first conversations of each file only; ``cache`` keeps the passage embeddings between
+    runs."""
     with tempfile.TemporaryDirectory(prefix="remem-ann-") as tmp:
         path = Path(tmp) / "ann.db"
         config = Config(run_worker=False, agent=AgentConfig(extractor="off"),
@@ -126,7 +150,7 @@ def run(data: list[Path], queries: int = 500, ann_threshold: int = 1000,
             questions: dict[str, list[str]] = {}
             for file in data:
                 name = detect(file)
-                dataset = load_dataset(name, file)
+                dataset = load_dataset(name, file).limited(limit)
                 turns = list(dict.fromkeys(t.text for c in dataset.conversations
                                            for s in c.sessions for t in s.turns))
                 asked = list(dict.fromkeys(q.text for c in dataset.conversations for q in c.questions))
@@ -146,6 +170,7 @@ def run(data: list[Path], queries: int = 500, ann_threshold: int = 1000,
             approx.close()
     return {
         "datasets": per_set,
+        "limit": limit,
         "embedder": approx.embedder.name,
         "ann_threshold": ann_threshold,
         "index": {"groups": stats.groups, "ann_groups": stats.ann_groups, "rows": stats.rows,

@@ -182,7 +182,8 @@ def run(n: int = 100_000, queries: int = 200, progress: bool = True, embed: bool
         "search_ms": _ms(timings["scoped"]),
         "query_embed_ms": _ms(embeds),
         "vector_ms": _ms(vector["scoped"]),
-        "search_over_query_embed_p95": round(percentile(timings["scoped"], 95) / max(percentile(embeds, 95), 1e-9), 2),
+        "search_over_query_embed_p95": round(
+            percentile(timings["scoped"], 95) / max(percentile(embeds, 95), 1e-9), 2),
         "index_load_s": loaded["scoped"],
     }
     if index_stats is not None:

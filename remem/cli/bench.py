@@ -256,6 +256,8 @@ def ann(
         min=1, help="Scopes larger than this get the approximate index.")] = 1000,
     cache: Annotated[Path | None, typer.Option(
         file_okay=False, help="Keep the passage embeddings in this folder between runs.")] = None,
+    limit: Annotated[int | None, typer.Option(
+        min=1, help="Only the first N conversations of each file.")] = None,
     progress: ProgressOpt = True,
     as_json: JsonOpt = False,
 ) -> None:
@@ -267,7 +269,7 @@ def ann(
     run = load_runner("ann")
     with boundary():
         result = run(data, queries=queries, ann_threshold=ann_threshold, cache=cache,
-                     progress=progress)
+                     limit=limit, progress=progress)
     report("ann", result, as_json)
 
 

@@ -169,6 +169,10 @@ class VectorIndex:
         self._groups: dict[Key, _Group] = {}
         self._keys: list[Key] = []
         self._gid: dict[Key, int] = {}
+        # the keys of each (org, user) and of each org: a search looks at its own only
+        self._by_user: dict[tuple[str, str | None], list[Key]] = {}
+        self._by_org: dict[str, list[Key]] = {}
+        self._grown: set[Key] = set()
         self._sessions: dict[str | None, int] = {None: 0}
         # every loaded row by vector rowid (ascending): its group and position there
         self._count = 0
@@ -234,6 +238,9 @@ class VectorIndex:
                 group = self._groups[key] = _Group(self.dim)
                 self._gid[key] = len(self._keys)
                 self._keys.append(key)
+                self._by_user.setdefault(key[:2], []).append(key)
+                self._by_org.setdefault(key[0], []).append(key)
+            self._grown.add(key)
             idx = np.asarray(members)
             start = group.append(
                 vectors[idx], np.asarray([rows[i][1] for i in members], dtype=np.int64),
@@ -255,11 +262,21 @@ class VectorIndex:
     def _index_large_groups(self) -> None:
         if self.ann_threshold is None or not ann.available():
             return
-        for key, group in self._groups.items():
+        grown, self._grown = self._grown, set()
+        for group in (self._groups[key] for key in grown):
             if group.ann is None and group.n - group.dead > self.ann_threshold:
                 took = group.build_ann(self.dim, self.ann_threads)
                 self._ann_build_s += took
                 log.info("indexed %d vectors of one scope in %.1f s", group.n - group.dead, took)
+
+    def _near(self, scope: Scope) -> list[Key]:
+        """Keys that may be inside ``scope``: its user's and, nested, the org's own."""
+        if scope.user_id is None:
+            return self._by_org.get(scope.org_id, [])
+        near = self._by_user.get((scope.org_id, scope.user_id), [])
+        if scope.nested:
+            near = near + self._by_user.get((scope.org_id, None), [])
+        return near
 
     def stats(self, conn: sqlite3.Connection) -> VectorStats:
         """Rows, groups and memory of the index, after loading what is new."""
@@ -292,7 +309,7 @@ class VectorIndex:
             take = want * 2
             with self._lock:
                 self.sync(conn)
-                groups = [g for key, g in self._groups.items() if _sees(key, scope)]
+                groups = [self._groups[key] for key in self._near(scope) if _sees(key, scope)]
                 session = None if scope.session_id is None else self._sessions.get(scope.session_id, -1)
                 found = [g.top(query, take, session) for g in groups]
             if not found:
@@ -300,9 +317,10 @@ class VectorIndex:
             scores = np.concatenate([s for s, _ in found])
             memory = np.concatenate([m for _, m in found])
             order = np.argsort(-scores, kind="stable")[:take]
-            best: dict[int, float] = {}
-            for i in order:
-                best.setdefault(int(memory[i]), float(scores[i]))
+            ranked = memory[order]
+            _, first = np.unique(ranked, return_index=True)  # each memory's best passage
+            first.sort()
+            best = dict(zip(ranked[first].tolist(), scores[order][first].tolist(), strict=True))
             ok = accept(list(best))
             results = [(m, s) for m, s in best.items() if m in ok][:limit]
             exhausted = all(len(s) < take for s, _ in found)
