@@ -89,7 +89,8 @@ def _fill_vectors(memory: Memory, texts: list[str], embed: bool, seed: int = 7) 
     store = memory.store
     jobs = store.claim_jobs("embed", 10**9, lease_s=3600)
     passages = [p for job in jobs for p in job.payload["passages"]]
-    rows = store.unembedded(passages)
+    # in slices: one statement may bind only so many values (250,000 in SQLite 3.40)
+    rows = [r for i in range(0, len(passages), 10_000) for r in store.unembedded(passages[i : i + 10_000])]
     if embed:
         vectors = np.vstack([memory.embedder.embed_passages([t for _, t in rows[i : i + 64]])
                              for i in range(0, len(rows), 64)])
