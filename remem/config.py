@@ -5,7 +5,7 @@ from __future__ import annotations
 import os
 from collections.abc import Mapping
 from pathlib import Path
-from typing import Any
+from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
 
@@ -193,6 +193,13 @@ class Config(BaseModel):
                                "busy core")
     embed_threads: int | None = Field(None, ge=1, le=64, description="threads for passages "
                                       "embedded in the background (None: the engine's default)")
+    ann_threshold: int | None = Field(
+        20_000, ge=1, description="a scope holding more vectors than this is searched through "
+        "an approximate (HNSW) index whose candidates are re-ranked exactly, when usearch is "
+        "installed (pip install 'remem[ann]'); None: always an exact scan")
+    vector_index: Literal["scoped", "flat"] = Field(
+        "scoped", description="'scoped': vectors grouped by scope; 'flat': the former "
+        "store-wide matrix, kept so that `remem bench scale` can time both")
     chunk_tokens: int = Field(200, ge=16, description="long texts are split into passages")
     max_text_chars: int = Field(100_000, ge=1, description="one message's size limit")
     busy_timeout_s: float = Field(10.0, gt=0)
@@ -249,7 +256,7 @@ class Config(BaseModel):
         for name in ("home", "signing_key", "cube_registry"):
             if env.get(f"REMEM_{name.upper()}"):
                 values[name] = env[f"REMEM_{name.upper()}"]
-        for name in ("job_lease_s", "job_backoff_s", "query_threads", "embed_threads",
+        for name in ("job_lease_s", "job_backoff_s", "query_threads", "embed_threads", "ann_threshold",
                      "injection_log_days", "injection_log_rows"):
             if f"REMEM_{name.upper()}" in env:
                 values[name] = env[f"REMEM_{name.upper()}"]

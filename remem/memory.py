@@ -186,7 +186,8 @@ class Memory(SharingMethods):
         self.store: Store = create_store(self.path, dim=self.embedder.dim,
                                          embedder=self.embedder.name,
                                          busy_timeout_s=self.config.busy_timeout_s, reembed=reembed,
-                                         create=create)
+                                         create=create, ann_threshold=self.config.ann_threshold,
+                                         vector_index=self.config.vector_index)
         if is_url(self.path):
             self.path = self.store.path  # shown in messages: without a password
         self.auditor = Auditor(self.store)

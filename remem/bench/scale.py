@@ -6,7 +6,8 @@ bundled model takes about half an hour on 2 cores, so unless ``embed=True`` the
 vectors are real embeddings of a pool of base texts plus a little noise, written
 straight to the store: an exact scan costs the same whatever the values. Queries go
 through the whole real path: query embedding, full text, vector scan, fusion,
-neighbours, hydration.
+neighbours, hydration. With ``scopes`` above 1 the rows are dealt out to that many users
+and the searches read one of them: a scope holding a share of a large store.
 """
 
 from __future__ import annotations
@@ -21,6 +22,8 @@ import numpy as np
 
 from ..config import Config
 from ..memory import Memory
+from ..model import Scope
+from ..store.base import Filters
 from .progress import Reporter
 from .stats import percentile
 
@@ -86,7 +89,8 @@ def _fill_vectors(memory: Memory, texts: list[str], embed: bool, seed: int = 7) 
     store = memory.store
     jobs = store.claim_jobs("embed", 10**9, lease_s=3600)
     passages = [p for job in jobs for p in job.payload["passages"]]
-    rows = store.unembedded(passages)
+    # in slices: one statement may bind only so many values (250,000 in SQLite 3.40)
+    rows = [r for i in range(0, len(passages), 10_000) for r in store.unembedded(passages[i : i + 10_000])]
     if embed:
         vectors = np.vstack([memory.embedder.embed_passages([t for _, t in rows[i : i + 64]])
                              for i in range(0, len(rows), 64)])
@@ -102,52 +106,104 @@ def _fill_vectors(memory: Memory, texts: list[str], embed: bool, seed: int = 7) 
                           jobs if i + 5000 >= len(rows) else [])
 
 
+def _ms(values: list[float]) -> dict[str, float]:
+    return {"p50": round(percentile(values, 50), 2), "p95": round(percentile(values, 95), 2)}
+
+
 def run(n: int = 100_000, queries: int = 200, progress: bool = True, embed: bool = False,
-        path: str | None = None) -> dict[str, Any]:
-    """Ingest ``n`` memories into one scope and time ``queries`` searches; ``path`` is
-    the store to fill (a new file, or the URL of an empty database)."""
+        path: str | None = None, scopes: int = 1, old_path: bool = True) -> dict[str, Any]:
+    """Ingest ``n`` memories into ``scopes`` users and time ``queries`` searches in the
+    first; ``path`` is the store to fill (a new file, or the URL of an empty database).
+
+    With ``old_path`` (SQLite only) the same file is also searched through the former
+    store-wide vector matrix, alternated with the scoped index query by query.
+    """
     texts = synthetic_texts(n)
     with tempfile.TemporaryDirectory(prefix="remem-scale-") as tmp:
         # a store URL (an empty PostgreSQL database) or a file; default a temporary file
-        memory = Memory(path or Path(tmp) / "scale.db", config=Config(run_worker=False))
+        target = path or Path(tmp) / "scale.db"
+        config = Config(run_worker=False)
+        memory = Memory(target, config=config)
+        old: Memory | None = None
         try:
             start = time.perf_counter()
             batch = 100
             shown = Reporter("ingest", n) if progress else None
             for i in range(0, n, batch):
-                memory.add(texts[i : i + batch], user_id="scale", session_id=f"s{i // 1000}")
+                memory.add(texts[i : i + batch], user_id=f"scale{(i // batch) % scopes}",
+                           session_id=f"s{i // 1000}")
                 if shown is not None:
                     shown.advance(min(batch, n - i))
             if shown is not None:
                 shown.close()
             ingest_s = time.perf_counter() - start
             _fill_vectors(memory, texts, embed)
-            memory.search("warm up", user_id="scale")  # loads the vector matrix once
-            timings, embeds = [], []
-            for query in synthetic_queries(queries):
-                # embedding one query alone, alternated with the searches so that both see
+            paths = {"scoped": memory}
+            if old_path and "://" not in str(target):
+                # its own embedder: a query cached by one path must not speed up the other
+                old = paths["old"] = Memory(
+                    target, config=config.model_copy(update={"vector_index": "flat"}))
+            loaded = {}
+            for name, m in paths.items():
+                t0 = time.perf_counter()
+                m.search("warm up", user_id="scale0")  # loads the vectors, builds any index
+                loaded[name] = round(time.perf_counter() - t0, 2)
+            timings: dict[str, list[float]] = {name: [] for name in paths}
+            vector: dict[str, list[float]] = {name: [] for name in paths}
+            embeds = []
+            scope = Scope(user_id="scale0")
+            for j, query in enumerate(synthetic_queries(queries)):
+                # embedding one query alone, alternated with the searches so that all see
                 # the same machine (another text: the search must not find it cached)
                 t0 = time.perf_counter()
-                memory.embedder.embed_queries([f"{query} (alone)"])
+                qvec = memory.embedder.embed_queries([f"{query} (alone)"])[0]
                 embeds.append((time.perf_counter() - t0) * 1000)
-                t0 = time.perf_counter()
-                memory.search(query, user_id="scale", k=10)
-                timings.append((time.perf_counter() - t0) * 1000)
+                order = list(paths.items()) if j % 2 == 0 else list(paths.items())[::-1]
+                for name, m in order:
+                    t0 = time.perf_counter()
+                    m.search(query, user_id="scale0", k=10)
+                    timings[name].append((time.perf_counter() - t0) * 1000)
+                    t0 = time.perf_counter()
+                    m.store.vector(qvec, scope, Filters(), config.retrieval.candidates)
+                    vector[name].append((time.perf_counter() - t0) * 1000)
             t0 = time.perf_counter()
             memory.embedder.embed_passages(texts[:200])
             embed_rate = 200 / (time.perf_counter() - t0)
             size = memory.stats().size_bytes
+            index = getattr(memory.store, "vectors", None)
+            index_stats = index.stats(memory.store.conn) if hasattr(index, "stats") else None
         finally:
+            if old is not None:
+                old.close()
             memory.close()
-    return {
+    out: dict[str, Any] = {
         "n": n,
         "queries": queries,
-        "search_ms": {"p50": round(percentile(timings, 50), 2), "p95": round(percentile(timings, 95), 2)},
-        "query_embed_ms": {"p50": round(percentile(embeds, 50), 2), "p95": round(percentile(embeds, 95), 2)},
-        "search_over_query_embed_p95": round(percentile(timings, 95) / max(percentile(embeds, 95), 1e-9), 2),
+        "scopes": scopes,
+        "search_ms": _ms(timings["scoped"]),
+        "query_embed_ms": _ms(embeds),
+        "vector_ms": _ms(vector["scoped"]),
+        "search_over_query_embed_p95": round(
+            percentile(timings["scoped"], 95) / max(percentile(embeds, 95), 1e-9), 2),
+        "index_load_s": loaded["scoped"],
+    }
+    if index_stats is not None:
+        out["vector_index"] = {"groups": index_stats.groups, "ann_groups": index_stats.ann_groups,
+                               "ann_threshold": config.ann_threshold,
+                               "ann_build_s": index_stats.ann_build_s,
+                               "matrix_bytes": index_stats.matrix_bytes,
+                               "ann_bytes": index_stats.ann_bytes}
+    if "old" in timings:
+        out["old"] = {"search_ms": _ms(timings["old"]), "vector_ms": _ms(vector["old"]),
+                      "index_load_s": loaded["old"]}
+        out["old_over_scoped_p50"] = {
+            "search": round(percentile(timings["old"], 50) / max(percentile(timings["scoped"], 50), 1e-9), 2),
+            "vector": round(percentile(vector["old"], 50) / max(percentile(vector["scoped"], 50), 1e-9), 2)}
+    out.update({
         "ingest_per_s": round(n / ingest_s, 1),
         "embed_per_s": round(embed_rate, 1),
         "vectors": "embedded" if embed else "synthetic (real embeddings of 512 texts plus noise)",
         "size_bytes": size,
         "store": "postgresql" if path and "://" in str(path) else "sqlite",
-    }
+    })
+    return out

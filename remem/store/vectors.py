@@ -1,87 +1,294 @@
-"""Exact vector search over the store's vectors, held as one numpy matrix in memory.
+"""Vector search over the store's vectors, held in memory one group per scope.
 
-SQLite stays the only durable copy: the matrix is rebuilt from its BLOBs (0.25 s per
-100k) and kept current by loading rows added since the last look. Exact search over
-100k x 384 float32 takes a few milliseconds and never misses, which an ANN index at
-these sizes does not buy back.
+A group holds the rows of one (org, user, agent, project) key contiguously, so a search
+reads only the groups its scope can see (a nested read adds the levels above) and never
+copies rows out of a store-wide matrix. A group up to ``ann_threshold`` rows is scanned
+exactly; a larger one is searched through an HNSW index (:mod:`.ann`) whose candidates are
+scored again exactly, and is scanned exactly when usearch is not installed or the search
+names a session.
+
+SQLite stays the only durable copy: groups are rebuilt from its BLOBs when a store is
+opened and kept current by loading rows added since the last look and dropping the rows
+the ``vector_deletions`` log names. The store checks every candidate against its scope
+wall and filters in SQL (``accept``), so the index narrows a search and never widens it.
 """
 
 from __future__ import annotations
 
+import logging
 import sqlite3
 import threading
+import time
 from collections.abc import Callable
+from dataclasses import dataclass
 
 import numpy as np
 
 from ..model import Scope
+from . import ann
+from .clauses import NESTED_FIELDS
 
-_SCOPE_FIELDS = ("org_id", "user_id", "agent_id", "project", "session_id")
+__all__ = ["VectorIndex", "VectorStats"]
+
+log = logging.getLogger(__name__)
+
+_KEY_FIELDS = ("org_id", "user_id", "agent_id", "project")
 
 LOAD_SQL = """
 SELECT v.rowid, p.memory_rowid, m.org_id, m.user_id, m.agent_id, m.project, m.session_id, v.vec
 FROM vectors v JOIN passages p ON p.rowid = v.passage_rowid JOIN memories m ON m.rowid = p.memory_rowid
-WHERE v.rowid > ? ORDER BY v.rowid
+WHERE v.rowid > ? ORDER BY v.rowid LIMIT ?
 """
+_LOAD_BATCH = 50_000
+
+Key = tuple[str, str | None, str | None, str | None]
+
+
+@dataclass(frozen=True)
+class VectorStats:
+    """What the index holds: rows, groups, groups with an approximate index, bytes."""
+
+    rows: int
+    groups: int
+    ann_groups: int
+    matrix_bytes: int
+    ann_bytes: int
+    ann_build_s: float
+
+
+def _sees(key: Key, scope: Scope) -> bool:
+    """Whether rows of ``key`` are inside ``scope``: the test ``scope_sql`` makes in SQL."""
+    if key[0] != scope.org_id:
+        return False
+    for name, value in zip(_KEY_FIELDS[1:], key[1:], strict=True):
+        want = getattr(scope, name)
+        if want is None or value == want:
+            continue
+        above = scope.nested and name in NESTED_FIELDS and value is None \
+            and (name == "user_id" or scope.user_id is not None or key[1] is None)
+        if not above:
+            return False
+    return True
+
+
+class _Group:
+    """The rows of one scope key in the order they were added, dead rows marked."""
+
+    def __init__(self, dim: int) -> None:
+        self.n = 0
+        self.dead = 0
+        self.matrix = np.empty((64, dim), dtype=np.float32)
+        self.memory = np.empty(64, dtype=np.int64)
+        self.session = np.empty(64, dtype=np.int32)
+        self.alive = np.ones(64, dtype=bool)
+        self.ann: ann.HnswIndex | None = None
+
+    def append(self, vectors: np.ndarray, memory: np.ndarray, session: np.ndarray) -> int:
+        """Add rows; returns the position of the first."""
+        start, need = self.n, self.n + len(vectors)
+        cap = len(self.memory)
+        if need > cap:
+            while cap < need:
+                cap *= 2
+            self.matrix = np.resize(self.matrix, (cap, self.matrix.shape[1]))
+            self.memory = np.resize(self.memory, cap)
+            self.session = np.resize(self.session, cap)
+            self.alive = np.resize(self.alive, cap)
+        self.matrix[start:need] = vectors
+        self.memory[start:need] = memory
+        self.session[start:need] = session
+        self.alive[start:need] = True
+        self.n = need
+        if self.ann is not None:
+            self.ann.add(np.arange(start, need), vectors)
+        return start
+
+    def kill(self, positions: np.ndarray) -> None:
+        positions = positions[self.alive[positions]]
+        self.alive[positions] = False
+        self.dead += len(positions)
+        if self.ann is not None:
+            self.ann.remove(positions)
+
+    def build_ann(self, dim: int, threads: int) -> float:
+        """Index the live rows in an HNSW graph; returns the seconds it took."""
+        start = time.perf_counter()
+        index = ann.HnswIndex(dim, threads=threads)
+        live = np.flatnonzero(self.alive[: self.n])
+        for i in range(0, len(live), 100_000):
+            index.add(live[i : i + 100_000], self.matrix[live[i : i + 100_000]])
+        self.ann = index
+        return time.perf_counter() - start
+
+    def top(self, query: np.ndarray, take: int, session: int | None) -> tuple[np.ndarray, np.ndarray]:
+        """Exact scores and memory rowids of up to ``take`` best live rows, best first."""
+        n = self.n
+        if session is not None:
+            rows = np.flatnonzero((self.session[:n] == session) & self.alive[:n])
+        elif self.ann is not None:
+            rows = self.ann.candidates(query, max(2 * take, 64))
+            rows = rows[(rows >= 0) & (rows < n)]
+            rows = rows[self.alive[rows]]
+        else:
+            rows = None
+        if rows is None:
+            scores = self.matrix[:n] @ query
+            if self.dead:
+                scores[~self.alive[:n]] = -np.inf
+            positions = np.arange(n)
+        else:
+            scores = self.matrix[rows] @ query
+            positions = rows
+        if take < len(scores):
+            best = np.argpartition(-scores, take - 1)[:take]
+            scores, positions = scores[best], positions[best]
+        order = np.argsort(-scores, kind="stable")
+        scores, positions = scores[order], positions[order]
+        keep = np.isfinite(scores)
+        return scores[keep], self.memory[positions[keep]]
 
 
 class VectorIndex:
-    """In-memory copy of the ``vectors`` table with the scope of each row."""
+    """In-memory copy of the ``vectors`` table, grouped by scope key.
 
-    def __init__(self, dim: int) -> None:
+    ``ann_threshold``: a group with more live rows than this gets an approximate index
+    (None: every search is exact). ``ann_threads``: threads that build one (0: all cores).
+    """
+
+    def __init__(self, dim: int, ann_threshold: int | None = 20_000, ann_threads: int = 0) -> None:
         self.dim = dim
+        self.ann_threshold = ann_threshold
+        self.ann_threads = ann_threads
         self._lock = threading.Lock()
         self._reset()
 
     def _reset(self) -> None:
-        self._n = 0
         self._last = 0
+        self._last_deletion = 0
         self._generation: str | None = None
-        self._matrix = np.empty((1024, self.dim), dtype=np.float32)
-        self._memory = np.empty(1024, dtype=np.int64)
-        self._codes = np.empty((1024, len(_SCOPE_FIELDS)), dtype=np.int32)
-        self._interned: dict[str | None, int] = {None: 0}
+        self._groups: dict[Key, _Group] = {}
+        self._keys: list[Key] = []
+        self._gid: dict[Key, int] = {}
+        # the keys of each (org, user) and of each org: a search looks at its own only
+        self._by_user: dict[tuple[str, str | None], list[Key]] = {}
+        self._by_org: dict[str, list[Key]] = {}
+        self._grown: set[Key] = set()
+        self._sessions: dict[str | None, int] = {None: 0}
+        # every loaded row by vector rowid (ascending): its group and position there
+        self._count = 0
+        self._rowids = np.empty(1024, dtype=np.int64)
+        self._group_of = np.empty(1024, dtype=np.int32)
+        self._position = np.empty(1024, dtype=np.int64)
+        self._ann_build_s = 0.0
 
-    def _code(self, value: str | None) -> int:
-        code = self._interned.get(value)
+    def _session_code(self, value: str | None) -> int:
+        code = self._sessions.get(value)
         if code is None:
-            code = self._interned[value] = len(self._interned)
+            code = self._sessions[value] = len(self._sessions)
         return code
 
-    def _grow(self, need: int) -> None:
-        cap = len(self._memory)
-        if need <= cap:
-            return
-        while cap < need:
-            cap *= 2
-        self._matrix = np.resize(self._matrix, (cap, self.dim))
-        self._memory = np.resize(self._memory, cap)
-        self._codes = np.resize(self._codes, (cap, len(_SCOPE_FIELDS)))
-
     def sync(self, conn: sqlite3.Connection) -> None:
-        """Load what was added since the last call; reload all after any deletion."""
+        """Drop rows deleted since the last call, then load the rows added since."""
         generation = conn.execute(
             "SELECT value FROM meta WHERE key = 'vector_generation'"
         ).fetchone()[0]
         if generation != self._generation:
-            self._reset()
+            first, last_deletion = conn.execute(
+                "SELECT MIN(rowid), COALESCE(MAX(rowid), 0) FROM vector_deletions").fetchone()
+            if self._generation is not None and first is not None and first > self._last_deletion + 1:
+                self._reset()  # the log was cut short since we read it: what went is unknown
+            elif self._generation is not None:
+                self._drop(conn, last_deletion)
+            self._last_deletion = last_deletion
             self._generation = generation
-        (last,) = conn.execute("SELECT COALESCE(MAX(rowid), 0) FROM vectors").fetchone()
-        if last == self._last:
+        while True:
+            rows = conn.execute(LOAD_SQL, (self._last, _LOAD_BATCH)).fetchall()
+            if rows:
+                self._load(rows)
+            if len(rows) < _LOAD_BATCH:
+                break
+        self._index_large_groups()
+
+    def _drop(self, conn: sqlite3.Connection, upto: int) -> None:
+        gone = np.fromiter((r for (r,) in conn.execute(
+            "SELECT vector_rowid FROM vector_deletions WHERE rowid > ? AND rowid <= ?",
+            (self._last_deletion, upto))), dtype=np.int64)
+        loaded = self._rowids[: self._count]
+        if len(gone) > max(self._count // 2, 1000):
+            self._reset()  # most of it went (a re-embedding): loading again is cheaper
             return
-        rows = conn.execute(LOAD_SQL, (self._last,)).fetchall()
-        if not rows:
-            return
-        self._grow(self._n + len(rows))
-        start = self._n
-        blob = b"".join(r[7] for r in rows)
-        self._matrix[start : start + len(rows)] = np.frombuffer(blob, dtype=np.float32).reshape(
-            len(rows), self.dim
-        )
-        self._memory[start : start + len(rows)] = [r[1] for r in rows]
-        self._codes[start : start + len(rows)] = [[self._code(v) for v in r[2:7]] for r in rows]
-        self._n += len(rows)
+        at = np.searchsorted(loaded, gone)
+        inside = at < len(loaded)
+        at = at[inside][loaded[at[inside]] == gone[inside]]  # rows never loaded are skipped
+        for g in np.unique(self._group_of[at]):
+            mine = at[self._group_of[at] == g]
+            self._groups[self._keys[g]].kill(self._position[mine])
+
+    def _load(self, rows: list[tuple]) -> None:
+        vectors = np.frombuffer(b"".join(r[7] for r in rows), dtype=np.float32).reshape(
+            len(rows), self.dim)
+        by_key: dict[Key, list[int]] = {}
+        for i, r in enumerate(rows):
+            by_key.setdefault((r[2], r[3], r[4], r[5]), []).append(i)
+        group_of = np.empty(len(rows), dtype=np.int32)
+        position = np.empty(len(rows), dtype=np.int64)
+        for key, members in by_key.items():
+            group = self._groups.get(key)
+            if group is None:
+                group = self._groups[key] = _Group(self.dim)
+                self._gid[key] = len(self._keys)
+                self._keys.append(key)
+                self._by_user.setdefault(key[:2], []).append(key)
+                self._by_org.setdefault(key[0], []).append(key)
+            self._grown.add(key)
+            idx = np.asarray(members)
+            start = group.append(
+                vectors[idx], np.asarray([rows[i][1] for i in members], dtype=np.int64),
+                np.asarray([self._session_code(rows[i][6]) for i in members], dtype=np.int32))
+            group_of[idx] = self._gid[key]
+            position[idx] = np.arange(start, start + len(members))
+        start, need = self._count, self._count + len(rows)
+        if need > len(self._rowids):
+            cap = max(need, 2 * len(self._rowids))
+            self._rowids = np.resize(self._rowids, cap)
+            self._group_of = np.resize(self._group_of, cap)
+            self._position = np.resize(self._position, cap)
+        self._rowids[start:need] = [r[0] for r in rows]
+        self._group_of[start:need] = group_of
+        self._position[start:need] = position
+        self._count = need
         self._last = rows[-1][0]
+
+    def _index_large_groups(self) -> None:
+        if self.ann_threshold is None or not ann.available():
+            return
+        grown, self._grown = self._grown, set()
+        for group in (self._groups[key] for key in grown):
+            if group.ann is None and group.n - group.dead > self.ann_threshold:
+                took = group.build_ann(self.dim, self.ann_threads)
+                self._ann_build_s += took
+                log.info("indexed %d vectors of one scope in %.1f s", group.n - group.dead, took)
+
+    def _near(self, scope: Scope) -> list[Key]:
+        """Keys that may be inside ``scope``: its user's and, nested, the org's own."""
+        if scope.user_id is None:
+            return self._by_org.get(scope.org_id, [])
+        near = self._by_user.get((scope.org_id, scope.user_id), [])
+        if scope.nested:
+            near = near + self._by_user.get((scope.org_id, None), [])
+        return near
+
+    def stats(self, conn: sqlite3.Connection) -> VectorStats:
+        """Rows, groups and memory of the index, after loading what is new."""
+        with self._lock:
+            self.sync(conn)
+            groups = list(self._groups.values())
+            return VectorStats(
+                rows=sum(g.n - g.dead for g in groups), groups=len(groups),
+                ann_groups=sum(g.ann is not None for g in groups),
+                matrix_bytes=sum(g.matrix.nbytes for g in groups),
+                ann_bytes=sum(g.ann.memory_bytes() for g in groups if g.ann is not None),
+                ann_build_s=round(self._ann_build_s, 3))
 
     def search(
         self,
@@ -96,47 +303,27 @@ class VectorIndex:
         ``accept`` receives candidate memory rowids and returns those that pass the
         store's SQL scope and filter check; only those are returned.
         """
-        with self._lock:
-            self.sync(conn)
-            n = self._n
-            if n == 0:
-                return []
-            mask = np.ones(n, dtype=bool)
-            for col, name in enumerate(_SCOPE_FIELDS):
-                value = getattr(scope, name)
-                if value is None and name != "org_id":
-                    continue
-                code = self._interned.get(value, -1)
-                match = self._codes[:n, col] == code
-                if scope.nested and name in ("user_id", "agent_id", "project"):
-                    above = self._codes[:n, col] == 0  # None: the level above
-                    if name != "user_id" and scope.user_id is None:
-                        above &= self._codes[:n, _SCOPE_FIELDS.index("user_id")] == 0
-                    match |= above
-                mask &= match
-            selected = np.flatnonzero(mask)
-            if len(selected) == 0:
-                return []
-            if len(selected) < n // 4:
-                scores = self._matrix[selected] @ query
-                memory = self._memory[selected]
-            else:
-                scores = self._matrix[:n] @ query
-                scores[~mask] = -np.inf
-                memory = self._memory[:n]
-        results: list[tuple[int, float]] = []
+        query = np.asarray(query, dtype=np.float32)
         want = limit
         while True:
-            take = min(len(scores), want * 2)
-            top = np.argpartition(-scores, take - 1)[:take] if take < len(scores) else np.arange(len(scores))
-            top = top[np.argsort(-scores[top], kind="stable")]
-            best: dict[int, float] = {}
-            for i in top:
-                if not np.isfinite(scores[i]):
-                    break
-                best.setdefault(int(memory[i]), float(scores[i]))
+            take = want * 2
+            with self._lock:
+                self.sync(conn)
+                groups = [self._groups[key] for key in self._near(scope) if _sees(key, scope)]
+                session = None if scope.session_id is None else self._sessions.get(scope.session_id, -1)
+                found = [g.top(query, take, session) for g in groups]
+            if not found:
+                return []
+            scores = np.concatenate([s for s, _ in found])
+            memory = np.concatenate([m for _, m in found])
+            order = np.argsort(-scores, kind="stable")[:take]
+            ranked = memory[order]
+            _, first = np.unique(ranked, return_index=True)  # each memory's best passage
+            first.sort()
+            best = dict(zip(ranked[first].tolist(), scores[order][first].tolist(), strict=True))
             ok = accept(list(best))
             results = [(m, s) for m, s in best.items() if m in ok][:limit]
-            if len(results) >= limit or take >= len(scores) or want > 8 * limit:
+            exhausted = all(len(s) < take for s, _ in found)
+            if len(results) >= limit or exhausted or want > 8 * limit:
                 return results
             want *= 4
