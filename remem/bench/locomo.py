@@ -22,6 +22,7 @@ from typing import Any
 
 from ..config import AgentConfig, Config, RetrievalConfig
 from .baselines import System, make_system
+from .datasets import parse_selection
 from .progress import Reporter, save_json
 from .stats import percentile
 
@@ -158,7 +159,8 @@ def run(data: str | Path, system: str = "remem", limit: int | None = None, progr
         make: Callable[..., System] = make_system,
         retrieval: dict[str, Any] | None = None, store: str | Path | None = None,
         extractor: str = "rules", out: str | Path | None = None,
-        reporter: Callable[[str, int], Reporter] = Reporter) -> dict[str, Any]:
+        reporter: Callable[[str, int], Reporter] = Reporter,
+        conversations: str | None = None) -> dict[str, Any]:
     """Ingest each conversation, ask every question, and return recall and speed figures.
 
     ``retrieval`` overrides remem's retrieval settings (``RetrievalConfig`` fields);
@@ -166,10 +168,16 @@ def run(data: str | Path, system: str = "remem", limit: int | None = None, progr
     ``store`` (remem only) keeps the ingested store in that folder; when the folder
     already holds one, ingestion is skipped and only the questions are asked, so that
     retrieval settings can be compared on the same store in a minute.
+    ``conversations`` picks conversations by position (``"5-9"``) before ``limit``;
+    with a kept ``store`` holding all ten, any split is asked of the same store.
     ``out`` gets the figures so far after each conversation (``"partial": true`` until
     the last one); ``reporter`` builds the progress display (stderr) when ``progress``.
     """
-    conversations = load(data)[:limit]
+    chosen = load(data)
+    split = conversations
+    if split is not None:
+        chosen = [chosen[i] for i in parse_selection(split, len(chosen))]
+    conversations = chosen[:limit]
     rows: list[tuple[int, dict[int, float]]] = []
     search_ms: list[float] = []
     turns = 0
@@ -234,5 +242,6 @@ def _figures(rows: list[tuple[int, dict[int, float]]], conversations: list[Conve
         "repaired_evidence_ids": sum(c.repaired_evidence for c in conversations),
         "category_mapping": {str(k): v for k, v in CATEGORIES.items()},
         "extractor": extractor if system == "remem" else None,
+        "conversation_ids": [c.sample_id for c in conversations],
     })
     return result

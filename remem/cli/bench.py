@@ -80,6 +80,8 @@ def locomo(
         exists=True, dir_okay=False, help="The LoCoMo data file (locomo10.json).")],
     system: Annotated[System, typer.Option(help="Which retrieval to measure.")] = System.remem,
     limit: Annotated[int | None, typer.Option(help="Only the first N conversations.")] = None,
+    conversations: Annotated[str | None, typer.Option(
+        help="Only these conversations, by position from 0: 5-9, or 0,2,4.")] = None,
     settings: Annotated[list[str] | None, typer.Option(
         "--set", help="A retrieval setting for remem, KEY=VALUE (e.g. neighbor_window=1); "
         "repeatable. For ablations.")] = None,
@@ -113,7 +115,8 @@ def locomo(
         if extractor not in ("rules", "off"):
             raise typer.BadParameter(f"{extractor!r}: use rules or off", param_hint="--extractor")
         result = run(str(data), system=system.value, limit=limit, progress=progress,
-                     retrieval=overrides or None, store=store, extractor=extractor, out=out)
+                     retrieval=overrides or None, store=store, extractor=extractor, out=out,
+                     conversations=conversations)
         if overrides:
             result["retrieval_settings"] = overrides
     report(f"LoCoMo ({system.value})", result, as_json)
@@ -311,6 +314,9 @@ def run_cmd(
         help="Comma-separated: remem, bm25, dense, full-context, mem0.")] = "remem,bm25,dense",
     limit: Annotated[int | None, typer.Option(
         min=1, help="Only the first N conversations (LoCoMo) or questions (LongMemEval).")] = None,
+    conversations: Annotated[str | None, typer.Option(
+        help="Only these conversations (LoCoMo) or questions (LongMemEval), by position "
+        "from 0: 5-9, 0,2,4, or 0-499:5 for every fifth.")] = None,
     out: Annotated[Path, typer.Option(
         dir_okay=False, help="Results JSON; the reports (Markdown, PNG plots, HTML with the "
         "plots inside) are written beside it.")] = Path("results.json"),
@@ -350,7 +356,8 @@ def run_cmd(
     except ValueError as exc:
         fail(str(exc))
     with boundary():
-        results = run(dataset.value, data, names, limit=limit, whole_sessions=whole_sessions,
+        results = run(dataset.value, data, names, limit=limit, conversations=conversations,
+                      whole_sessions=whole_sessions,
                       depth=depth, context_k=context_k, llm=llm, progress=progress, out=out,
                       plots=plots, html=html)
     if as_json:
