@@ -27,7 +27,7 @@ from .summary import BUDGETS, KS, summarise
 __all__ = ["run"]
 
 log = logging.getLogger(__name__)
-_EMBEDDED = {"remem", "dense", "mem0"}
+_EMBEDDED = {"remem", "remem-v1", "dense", "mem0"}
 
 
 def _sha256(path: Path) -> str:

@@ -19,7 +19,7 @@ from typing import Any
 
 import numpy as np
 
-from ..config import Config
+from ..config import Config, RetrievalConfig
 from ..memory import Memory
 from .progress import Reporter
 from .stats import percentile
@@ -103,13 +103,20 @@ def _fill_vectors(memory: Memory, texts: list[str], embed: bool, seed: int = 7) 
 
 
 def run(n: int = 100_000, queries: int = 200, progress: bool = True, embed: bool = False,
-        path: str | None = None) -> dict[str, Any]:
+        path: str | None = None, against: dict[str, Any] | None = None) -> dict[str, Any]:
     """Ingest ``n`` memories into one scope and time ``queries`` searches; ``path`` is
-    the store to fill (a new file, or the URL of an empty database)."""
+    the store to fill (a new file, or the URL of an empty database).
+
+    ``against`` (retrieval settings, e.g. ``{"fusion": "rrf"}``) also times each query
+    with those settings on the same store, alternated with the default search, so that
+    both see the same machine: ``against_search_ms`` and the ratio of the p50s.
+    """
     texts = synthetic_texts(n)
+    other: Memory | None = None
     with tempfile.TemporaryDirectory(prefix="remem-scale-") as tmp:
         # a store URL (an empty PostgreSQL database) or a file; default a temporary file
-        memory = Memory(path or Path(tmp) / "scale.db", config=Config(run_worker=False))
+        where = path or Path(tmp) / "scale.db"
+        memory = Memory(where, config=Config(run_worker=False))
         try:
             start = time.perf_counter()
             batch = 100
@@ -123,7 +130,11 @@ def run(n: int = 100_000, queries: int = 200, progress: bool = True, embed: bool
             ingest_s = time.perf_counter() - start
             _fill_vectors(memory, texts, embed)
             memory.search("warm up", user_id="scale")  # loads the vector matrix once
-            timings, embeds = [], []
+            if against is not None:
+                other = Memory(where, config=Config(run_worker=False,
+                                                    retrieval=RetrievalConfig(**against)))
+                other.search("warm up", user_id="scale")
+            timings, embeds, others = [], [], []
             for query in synthetic_queries(queries):
                 # embedding one query alone, alternated with the searches so that both see
                 # the same machine (another text: the search must not find it cached)
@@ -133,13 +144,25 @@ def run(n: int = 100_000, queries: int = 200, progress: bool = True, embed: bool
                 t0 = time.perf_counter()
                 memory.search(query, user_id="scale", k=10)
                 timings.append((time.perf_counter() - t0) * 1000)
+                if other is not None:
+                    t0 = time.perf_counter()
+                    other.search(query, user_id="scale", k=10)
+                    others.append((time.perf_counter() - t0) * 1000)
             t0 = time.perf_counter()
             memory.embedder.embed_passages(texts[:200])
             embed_rate = 200 / (time.perf_counter() - t0)
             size = memory.stats().size_bytes
         finally:
             memory.close()
-    return {
+            if other is not None:
+                other.close()
+    compared = {} if against is None else {
+        "against": against,
+        "against_search_ms": {"p50": round(percentile(others, 50), 2),
+                              "p95": round(percentile(others, 95), 2)},
+        "search_p50_over_against": round(percentile(timings, 50) / max(percentile(others, 50), 1e-9), 2),
+    }
+    return compared | {
         "n": n,
         "queries": queries,
         "search_ms": {"p50": round(percentile(timings, 50), 2), "p95": round(percentile(timings, 95), 2)},

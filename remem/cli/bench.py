@@ -74,6 +74,17 @@ def report(title: str, result: dict[str, Any], as_json: bool) -> None:
         render_dict(title, result, out_console())
 
 
+def _pairs(pairs: list[str], option: str) -> dict[str, str]:
+    """``KEY=VALUE`` options as a dict; a clear error for anything else."""
+    out = {}
+    for pair in pairs:
+        key, sep, value = pair.partition("=")
+        if not sep:
+            raise typer.BadParameter(f"{pair!r}: write KEY=VALUE", param_hint=option)
+        out[key.strip()] = value.strip()
+    return out
+
+
 @bench_app.command()
 def locomo(
     data: Annotated[Path, typer.Option(
@@ -104,12 +115,7 @@ def locomo(
     """
     run = load_runner("locomo")
     with boundary():
-        overrides = {}
-        for pair in settings or []:
-            key, sep, value = pair.partition("=")
-            if not sep:
-                raise typer.BadParameter(f"{pair!r}: write KEY=VALUE", param_hint="--set")
-            overrides[key.strip()] = value.strip()
+        overrides = _pairs(settings or [], "--set")
         if store is not None and system.value != "remem":
             fail("--store applies to --system remem only")
         if extractor not in ("rules", "off"):
@@ -232,6 +238,9 @@ def scale(
     store: Annotated[str | None, typer.Option(
         "--store", metavar="URL", help="An empty store to fill, e.g. postgresql://user@host/db "
         "(default: a new temporary SQLite file).")] = None,
+    against: Annotated[list[str] | None, typer.Option(
+        "--against", help="Also time each search with this retrieval setting, KEY=VALUE "
+        "(repeatable; e.g. fusion=rrf), alternated with the default one.")] = None,
     progress: ProgressOpt = True,
     as_json: JsonOpt = False,
 ) -> None:
@@ -241,7 +250,8 @@ def scale(
     """
     run = load_runner("scale")
     with boundary():
-        result = run(n=n, queries=queries, progress=progress, path=store)
+        other = _pairs(against, "--against") if against else None
+        result = run(n=n, queries=queries, progress=progress, path=store, against=other)
     report(f"scale (n={n})", result, as_json)
 
 
