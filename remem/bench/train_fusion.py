@@ -30,9 +30,9 @@ from ..retrieve.features import FEATURES
 from ..retrieve.fusion import LearnedFusion
 from ..store.base import Filters
 from .baselines import RememSystem
-from .datasets import Dataset, load_dataset
+from .datasets import Dataset, load_dataset, parse_selection
 
-__all__ = ["Example", "collect", "fit", "main"]
+__all__ = ["Example", "collect", "fit", "fit_listwise", "load_examples", "main", "save_examples"]
 
 MAIN_CATEGORIES = ("1 multi-hop", "2 temporal", "3 open-domain", "4 single-hop")
 
@@ -105,6 +105,29 @@ def fit(examples: list[Example], *, l2: float = 1.0, steps: int = 50,
     return LearnedFusion(FEATURES, mean, scale, theta[:-1], float(theta[-1]), trained_on)
 
 
+def fit_listwise(examples: list[Example], *, l2: float = 1e-3, steps: int = 600,
+                 rate: float = 0.02, trained_on: str = "") -> LearnedFusion:
+    """A listwise fit: per question, the softmax over its pool should put its mass on
+    the evidence (the mean log-probability of each evidence candidate is maximised).
+    Full-batch gradient descent from zero with a fixed step: deterministic."""
+    kept = [e for e in examples if e.labels.any()]
+    x = np.vstack([e.features for e in kept])
+    mean = x.mean(axis=0)
+    scale = x.std(axis=0)
+    scale[scale == 0] = 1.0
+    groups = [((e.features - mean) / scale, e.labels / e.labels.sum()) for e in kept]
+    theta = np.zeros(x.shape[1])
+    for _ in range(steps):
+        grad = l2 * theta
+        for z, target in groups:
+            s = z @ theta
+            p = np.exp(s - s.max())
+            p /= p.sum()
+            grad += z.T @ (p - target) / len(groups)
+        theta -= rate * grad
+    return LearnedFusion(FEATURES, mean, scale, theta, 0.0, trained_on)
+
+
 def recall_at(examples: list[Example], order: list[np.ndarray], k: int) -> float:
     """Mean share of evidence turns cited by the first ``k`` candidates of each order."""
     total = 0.0
@@ -112,6 +135,26 @@ def recall_at(examples: list[Example], order: list[np.ndarray], k: int) -> float
         seen = {t for i in o[:k] for t in e.cites[i]}
         total += sum(1 for t in e.evidence if t in seen) / len(e.evidence)
     return round(total / len(examples), 4) if examples else 0.0
+
+
+def save_examples(path: Path, examples: list[Example], owners: list[str]) -> None:
+    """Keep collected pools, to fit again without asking every question again."""
+    arrays: dict[str, Any] = {"owners": np.array(owners)}
+    for i, e in enumerate(examples):
+        arrays[f"x{i}"] = e.features
+        arrays[f"y{i}"] = e.labels
+        arrays[f"c{i}"] = np.array(json.dumps(e.cites))
+        arrays[f"e{i}"] = np.array(list(e.evidence))
+    np.savez_compressed(path, **arrays)
+
+
+def load_examples(path: Path) -> tuple[list[Example], list[str]]:
+    """The pools :func:`save_examples` kept."""
+    with np.load(path) as f:
+        owners = [str(o) for o in f["owners"]]
+        examples = [Example(f[f"x{i}"], f[f"y{i}"], json.loads(str(f[f"c{i}"])),
+                            tuple(str(t) for t in f[f"e{i}"])) for i in range(len(owners))]
+    return examples, owners
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -123,7 +166,14 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--train-conversations", default="0-4",
                         help="conversations to fit on, by position (default 0-4)")
     parser.add_argument("--out", type=Path, help="write the weights here (JSON)")
-    parser.add_argument("--l2", type=float, default=1.0, help="L2 penalty (default 1.0)")
+    parser.add_argument("--l2", type=float, default=None, help="L2 penalty")
+    parser.add_argument("--objective", choices=("listwise", "pointwise"), default="listwise",
+                        help="softmax over each pool (default) or logistic per candidate")
+    parser.add_argument("--validate-conversations", default=None,
+                        help="of the training conversations, these are held out of the fit "
+                        "and scored (to choose settings without the report split)")
+    parser.add_argument("--examples", type=Path, default=None,
+                        help="cache the collected pools in this .npz file (reused if there)")
     args = parser.parse_args(argv)
     try:
         data = load_dataset("locomo", args.data).selected(args.train_conversations)
@@ -132,14 +182,42 @@ def main(argv: list[str] | None = None) -> int:
     args.store.mkdir(parents=True, exist_ok=True)
     if not (args.store / "remem.db").exists():
         ingest(args.store, data)
-    config = Config(retrieval=RetrievalConfig(fusion="rrf"))
-    memory = Memory(args.store / "remem.db", config=config)
-    try:
-        examples = collect(memory, data)
-    finally:
-        memory.close()
+    if args.examples is not None and args.examples.exists():
+        examples, owners = load_examples(args.examples)
+    else:
+        config = Config(run_worker=False, retrieval=RetrievalConfig(fusion="rrf"))
+        memory = Memory(args.store / "remem.db", config=config)
+        try:
+            examples, owners = [], []
+            for conv in data.conversations:
+                got = collect(memory, Dataset(data.name, [conv], data.categories,
+                                              data.main_categories, data.protocol))
+                examples += got
+                owners += [conv.scope] * len(got)
+        finally:
+            memory.close()
+        if args.examples is not None:
+            save_examples(args.examples, examples, owners)
     name = f"LoCoMo conversations {args.train_conversations} ({args.data.name}), categories 1-4"
-    model = fit(examples, l2=args.l2, trained_on=name)
+    train = examples
+    held: list[Example] = []
+    if args.validate_conversations:
+        scopes = [c.scope for c in data.conversations]
+        out_scopes = {scopes[i] for i in parse_selection(args.validate_conversations, len(scopes))}
+        train = [e for e, o in zip(examples, owners, strict=True) if o not in out_scopes]
+        held = [e for e, o in zip(examples, owners, strict=True) if o in out_scopes]
+    if args.objective == "listwise":
+        model = fit_listwise(train, l2=1e-3 if args.l2 is None else args.l2, trained_on=name)
+    else:
+        model = fit(train, l2=1.0 if args.l2 is None else args.l2, trained_on=name)
+    if held:
+        report_held = {
+            "validation_questions": len(held),
+            "validation_rrf_recall@10": recall_at(held, [np.arange(len(e.labels)) for e in held], 10),
+            "validation_learned_recall@10": recall_at(
+                held, [np.argsort(-model.score(e.features), kind="stable") for e in held], 10)}
+        print(json.dumps(report_held))
+        examples = train
     by_rrf = [np.arange(len(e.labels)) for e in examples]
     by_model = [np.argsort(-model.score(e.features), kind="stable") for e in examples]
     report: dict[str, Any] = {
