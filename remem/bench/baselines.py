@@ -1,7 +1,8 @@
 """The systems a benchmark compares, behind one small interface.
 
-``remem`` is the library itself (``remem-v1`` with its first retriever); ``bm25`` (SQLite FTS5 over raw turns) and ``dense``
-(the bundled embedder over raw turns, exact cosine) are the plain baselines;
+``remem`` is the library itself (``remem-v1`` with its first retriever); ``bm25``
+(SQLite FTS5 over raw turns) and ``dense`` (the bundled embedder over raw turns, exact
+cosine) are the plain baselines;
 ``full-context`` returns every turn, oldest first, and stands for the cost of giving a
 model the whole history. ``mem0`` (in :mod:`remem.bench.peers`) is a peer library.
 """

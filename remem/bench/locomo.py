@@ -23,8 +23,8 @@ from pathlib import Path
 from typing import Any
 
 from ..config import AgentConfig, Config, RetrievalConfig
-from .baselines import System, make_system
 from ..text import estimate_tokens
+from .baselines import System, make_system
 from .datasets import parse_selection
 from .metrics import budget_cut, flatten
 from .progress import Reporter, save_json

@@ -1,7 +1,7 @@
 """Train the retriever's learned fusion on LoCoMo conversations, and ship its weights.
 
     python -m remem.bench.train_fusion --data locomo10.json --store store \\
-        --train-conversations 0-4 --out remem/retrieve/fusion_weights.json
+        --train-conversations 0-3 --out remem/retrieve/fusion_weights.json
 
 Each chosen conversation is ingested into ``--store`` as ``remem bench locomo --store``
 does (or the store there is reused: keep all ten conversations in it and any split can
@@ -163,8 +163,8 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--data", required=True, type=Path, help="locomo10.json")
     parser.add_argument("--store", required=True, type=Path,
                         help="a folder with a remem store of these conversations (made if empty)")
-    parser.add_argument("--train-conversations", default="0-4",
-                        help="conversations to fit on, by position (default 0-4)")
+    parser.add_argument("--train-conversations", default="0-3",
+                        help="conversations to fit on, by position (default 0-3, as shipped)")
     parser.add_argument("--out", type=Path, help="write the weights here (JSON)")
     parser.add_argument("--l2", type=float, default=None, help="L2 penalty")
     parser.add_argument("--objective", choices=("listwise", "pointwise"), default="listwise",

@@ -57,7 +57,6 @@ def feature_matrix(plan: QueryPlan, rowids: Sequence[int], items: Mapping[int, M
     top_bm25 = max(bm25.values(), default=0.0) or 1.0
     cos_floor = min(cosine.values(), default=0.0)
     cos_top = max(cosine.values(), default=0.0)
-    top_fused = max((fused.get(r, 0.0) for r in rowids), default=0.0) or 1.0
     times = [items[r].event_time.timestamp() if r in items and items[r].event_time else None
              for r in rowids]
     known = [t for t in times if t is not None]

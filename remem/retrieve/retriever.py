@@ -79,7 +79,7 @@ class Retriever:
         cfg = self.config
         if cfg.fusion == "learned" and found.rowids:
             prob = self._model().score(found.features)
-            scores = {r: float(p) for r, p in zip(found.rowids, prob)}
+            scores = {r: float(p) for r, p in zip(found.rowids, prob, strict=True)}
         else:
             scores = found.fused
         ordered = sorted(found.rowids, key=lambda r: (-scores[r], r))
@@ -94,17 +94,20 @@ class Retriever:
         for rowid in ordered:
             if rowid not in items or rowid not in sources:
                 continue
-            cited = {s.id for s in sources[rowid]} or {items[rowid].id}
-            bag = frozenset(words(items[rowid].text))
-            if cfg.collapse and (cited <= covered or any(_near(bag, o) for o in shown)):
-                continue  # says only what a hit above says or cites
+            item = items[rowid]
+            bag = frozenset(words(item.text))
+            # a turn a memory above already cites, or a near-duplicate of a hit above,
+            # says nothing new; a derived memory stays even when its turns are shown
+            if cfg.collapse and ((item.is_episode and item.id in covered)
+                                 or any(_near(bag, o) for o in shown)):
+                continue
             if budget_tokens is not None:
                 cost = estimate_tokens(items[rowid].text)
                 if used + cost > budget_tokens:
                     continue
                 used += cost
             hits.append(rowid)
-            covered |= cited
+            covered.update(s.id for s in sources[rowid])
             shown.append(bag)
             if len(hits) >= k:
                 break
