@@ -43,8 +43,8 @@ class RetrievalConfig(BaseModel):
                                    "cites")
     weight_aspects: float = Field(0.3, ge=0, description="full text per entity of a query that "
                                   "names several (multi-hop)")
-    collapse: bool = Field(True, description="leave out a hit that only repeats one above (a "
-                           "near-duplicate, or a turn a memory above cites)")
+    collapse: bool = Field(True, description="leave out a near-duplicate of a hit of its own "
+                           "sort (turn or memory) above")
     fusion: Literal["learned", "rrf"] = Field(
         "learned", description="'learned': the shipped ranking model over the channels' ranks "
         "and scores; 'rrf': reciprocal rank fusion with the weights above")

@@ -88,7 +88,6 @@ class Retriever:
             ordered = self._diversify(ordered, scores, items, cfg.diversity)
         sources = self.store.sources(ordered[: max(k * 3, k + 30)])
         hits: list[int] = []
-        covered: set[str] = set()
         shown: tuple[list[frozenset[str]], list[frozenset[str]]] = ([], [])  # memories, turns
         used = 0
         for rowid in ordered:
@@ -96,11 +95,9 @@ class Retriever:
                 continue
             item = items[rowid]
             bag = frozenset(words(item.text))
-            # a turn a memory above already cites, or a near-duplicate of a hit of its own
-            # sort above (turn of turn, memory of memory), says nothing new; a derived
-            # memory stays even when the turns it restates are shown
-            if cfg.collapse and ((item.is_episode and item.id in covered)
-                                 or any(_near(bag, o) for o in shown[item.is_episode])):
+            # a near-duplicate of a hit of its own sort above (turn of turn, memory of
+            # memory) says nothing new; a memory and the turn it restates both stay
+            if cfg.collapse and any(_near(bag, o) for o in shown[item.is_episode]):
                 continue
             if budget_tokens is not None:
                 cost = estimate_tokens(items[rowid].text)
@@ -108,7 +105,6 @@ class Retriever:
                     continue
                 used += cost
             hits.append(rowid)
-            covered.update(s.id for s in sources[rowid])
             shown[item.is_episode].append(bag)
             if len(hits) >= k:
                 break
