@@ -38,6 +38,18 @@ class RetrievalConfig(BaseModel):
     weight_graph: float = Field(0.3, ge=0, description="memories linked to the best hits")
     weight_topic: float = Field(0.3, ge=0, description="the most used memories of the mind-map "
                                 "topic a query lands in")
+    pool: int = Field(100, ge=1, description="candidates the fusion orders (at least 4 k)")
+    weight_evidence: float = Field(0.5, ge=0, description="the turns a matching derived memory "
+                                   "cites")
+    weight_aspects: float = Field(0.3, ge=0, description="full text per entity of a query that "
+                                  "names several (multi-hop)")
+    collapse: bool = Field(True, description="leave out a near-duplicate of a hit of its own "
+                           "sort (turn or memory) above")
+    fusion: Literal["learned", "rrf"] = Field(
+        "learned", description="'learned': the shipped ranking model over the channels' ranks "
+        "and scores; 'rrf': reciprocal rank fusion with the weights above")
+    fusion_weights: str | None = Field(None, description="a weights file of "
+                                       "`python -m remem.bench.train_fusion` (default: the shipped one)")
 
 
 #: Days after which an unused memory of each kind has half its strength.

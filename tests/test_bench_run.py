@@ -317,3 +317,14 @@ def test_cli_html_without_matplotlib_says_how_to_get_it(locomo_file: Path, tmp_p
     assert res.exit_code == 1
     assert "pip install 'remem[bench]'" in res.output and "--html" in res.output
     assert not page.exists() and not (tmp_path / "r.json").exists()  # refused before any work
+
+
+def test_a_run_on_chosen_conversations_names_them_and_refuses_a_bad_split(
+        tmp_path: Path) -> None:
+    path = tmp_path / "two.json"
+    path.write_text(json.dumps(longmemeval_sample()[:2]))
+    results = run("longmemeval", path, ["bm25"], conversations="1", progress=False)
+    assert results["settings"]["conversations"] == "1"
+    assert results["dataset"]["conversations"] == 1
+    with pytest.raises(ValueError, match="only 2"):
+        run("longmemeval", path, ["bm25"], conversations="0-5", progress=False)

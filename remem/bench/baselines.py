@@ -1,7 +1,8 @@
 """The systems a benchmark compares, behind one small interface.
 
-``remem`` is the library itself; ``bm25`` (SQLite FTS5 over raw turns) and ``dense``
-(the bundled embedder over raw turns, exact cosine) are the plain baselines;
+``remem`` is the library itself (``remem-v1`` with its first retriever); ``bm25``
+(SQLite FTS5 over raw turns) and ``dense`` (the bundled embedder over raw turns, exact
+cosine) are the plain baselines;
 ``full-context`` returns every turn, oldest first, and stands for the cost of giving a
 model the whole history. ``mem0`` (in :mod:`remem.bench.peers`) is a peer library.
 """
@@ -172,7 +173,12 @@ class FullContextSystem:
         self.rows.clear()
 
 
-SYSTEMS = ("remem", "bm25", "dense", "full-context", "mem0")
+SYSTEMS = ("remem", "remem-v1", "bm25", "dense", "full-context", "mem0")
+
+#: remem's first retriever: hand-weighted rank fusion, no evidence or aspect channels,
+#: no collapsing of repeats; kept to compare the second one with in the same run.
+V1_RETRIEVAL = {"fusion": "rrf", "weight_evidence": 0.0, "weight_aspects": 0.0,
+                "collapse": False}
 
 
 def make_system(name: str, folder: Path, *, embedder: Embedder | None = None,
@@ -184,6 +190,10 @@ def make_system(name: str, folder: Path, *, embedder: Embedder | None = None,
     """
     if name == "remem":
         return RememSystem(folder, config=config, embedder=embedder)
+    if name == "remem-v1":
+        base = config or Config()
+        v1 = base.model_copy(update={"retrieval": base.retrieval.model_copy(update=V1_RETRIEVAL)})
+        return RememSystem(folder, config=v1, embedder=embedder)
     if name == "bm25":
         return BM25System()
     if name == "dense":

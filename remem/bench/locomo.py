@@ -3,6 +3,8 @@
 Each conversation goes into its own scope, session by session in time order, with the
 session's timestamp and each turn's ``dia_id`` in its metadata (as ``turn_id``); every
 question is asked; recall@k is the share of a question's evidence turns cited by the top k hits.
+recall@Ntokens is the share cited by the distinct turns of the hits (50 asked for), taken
+in rank order while their texts fit in N tokens together (``remem.text.estimate_tokens``).
 
 Categories in ``locomo10.json``: 1 multi-hop, 2 temporal, 3 open-domain, 4 single-hop,
 5 adversarial. Categories 1-4 are reported together; 5 on its own.
@@ -21,7 +23,10 @@ from pathlib import Path
 from typing import Any
 
 from ..config import AgentConfig, Config, RetrievalConfig
+from ..text import estimate_tokens
 from .baselines import System, make_system
+from .datasets import parse_selection
+from .metrics import budget_cut, flatten
 from .progress import Reporter, save_json
 from .stats import percentile
 
@@ -29,6 +34,7 @@ __all__ = ["CATEGORIES", "Conversation", "Question", "load", "parse_evidence", "
 
 CATEGORIES = {1: "multi-hop", 2: "temporal", 3: "open-domain", 4: "single-hop", 5: "adversarial"}
 KS = (5, 10, 20)
+BUDGETS = (500, 1000, 2000)
 _DIA = re.compile(r"D:?(\d+):0*(\d+)")
 
 
@@ -134,6 +140,14 @@ def load(path: str | Path) -> list[Conversation]:
     return conversations
 
 
+def _within(ranked: list[list[str]], evidence: list[str], tokens: dict[str, int],
+            budget: int) -> float:
+    """Evidence recall of the distinct turns the hits cite, taken in rank order until
+    their texts no longer fit in ``budget`` tokens."""
+    kept = budget_cut(flatten(ranked), lambda t: tokens.get(t, 0), budget)
+    return sum(1 for e in evidence if e in set(kept)) / len(evidence)
+
+
 def _recall(ranked: list[list[str]], evidence: list[str], k: int) -> float:
     seen = {d for hit in ranked[:k] for d in hit}
     return sum(1 for e in evidence if e in seen) / len(evidence)
@@ -145,6 +159,7 @@ def _summary(rows: list[tuple[int, dict[int, float]]]) -> dict[str, Any]:
 
     main = [r for c, r in rows if c != 5]
     out: dict[str, Any] = {f"recall@{k}": mean([r[k] for r in main]) for k in KS}
+    out.update({f"recall@{b}tokens": mean([r[b] for r in main]) for b in BUDGETS})
     out["questions"] = len(main)
     out["by_category"] = {
         f"{c} {name}": {**{f"recall@{k}": mean([r[k] for cc, r in rows if cc == c]) for k in KS},
@@ -158,7 +173,8 @@ def run(data: str | Path, system: str = "remem", limit: int | None = None, progr
         make: Callable[..., System] = make_system,
         retrieval: dict[str, Any] | None = None, store: str | Path | None = None,
         extractor: str = "rules", out: str | Path | None = None,
-        reporter: Callable[[str, int], Reporter] = Reporter) -> dict[str, Any]:
+        reporter: Callable[[str, int], Reporter] = Reporter,
+        conversations: str | None = None) -> dict[str, Any]:
     """Ingest each conversation, ask every question, and return recall and speed figures.
 
     ``retrieval`` overrides remem's retrieval settings (``RetrievalConfig`` fields);
@@ -166,10 +182,16 @@ def run(data: str | Path, system: str = "remem", limit: int | None = None, progr
     ``store`` (remem only) keeps the ingested store in that folder; when the folder
     already holds one, ingestion is skipped and only the questions are asked, so that
     retrieval settings can be compared on the same store in a minute.
+    ``conversations`` picks conversations by position (``"5-9"``) before ``limit``;
+    with a kept ``store`` holding all ten, any split is asked of the same store.
     ``out`` gets the figures so far after each conversation (``"partial": true`` until
     the last one); ``reporter`` builds the progress display (stderr) when ``progress``.
     """
-    conversations = load(data)[:limit]
+    chosen = load(data)
+    split = conversations
+    if split is not None:
+        chosen = [chosen[i] for i in parse_selection(split, len(chosen))]
+    conversations = chosen[:limit]
     rows: list[tuple[int, dict[int, float]]] = []
     search_ms: list[float] = []
     turns = 0
@@ -193,11 +215,13 @@ def run(data: str | Path, system: str = "remem", limit: int | None = None, progr
                 add_s += time.perf_counter() - start
                 sys_.flush()
                 ingest_s += time.perf_counter() - start
+                sizes = {t.dia_id: estimate_tokens(t.text) for s in conv.sessions for t in s.turns}
                 for q in conv.questions:
                     t0 = time.perf_counter()
-                    ranked = sys_.search(conv.sample_id, q.text, max(KS))
+                    ranked = sys_.search(conv.sample_id, q.text, 50)
                     search_ms.append((time.perf_counter() - t0) * 1000)
-                    rows.append((q.category, {k: _recall(ranked, q.evidence, k) for k in KS}))
+                    rows.append((q.category, {k: _recall(ranked, q.evidence, k) for k in KS}
+                                 | {b: _within(ranked, q.evidence, sizes, b) for b in BUDGETS}))
                 if out is not None and done < len(conversations):
                     save_json(out, _figures(rows, conversations[:done], system, reuse, turns,
                                             search_ms, add_s, ingest_s, extractor)
@@ -234,5 +258,6 @@ def _figures(rows: list[tuple[int, dict[int, float]]], conversations: list[Conve
         "repaired_evidence_ids": sum(c.repaired_evidence for c in conversations),
         "category_mapping": {str(k): v for k, v in CATEGORIES.items()},
         "extractor": extractor if system == "remem" else None,
+        "conversation_ids": [c.sample_id for c in conversations],
     })
     return result

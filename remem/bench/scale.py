@@ -20,7 +20,7 @@ from typing import Any
 
 import numpy as np
 
-from ..config import Config
+from ..config import Config, RetrievalConfig
 from ..memory import Memory
 from ..model import Scope
 from ..store.base import Filters
@@ -111,12 +111,15 @@ def _ms(values: list[float]) -> dict[str, float]:
 
 
 def run(n: int = 100_000, queries: int = 200, progress: bool = True, embed: bool = False,
-        path: str | None = None, scopes: int = 1, old_path: bool = True) -> dict[str, Any]:
+        path: str | None = None, scopes: int = 1, old_path: bool = True,
+        against: dict[str, Any] | None = None) -> dict[str, Any]:
     """Ingest ``n`` memories into ``scopes`` users and time ``queries`` searches in the
     first; ``path`` is the store to fill (a new file, or the URL of an empty database).
 
     With ``old_path`` (SQLite only) the same file is also searched through the former
     store-wide vector matrix, alternated with the scoped index query by query.
+    ``against`` (retrieval settings, e.g. ``{"fusion": "rrf"}``) also times each query
+    with those settings on the same store: ``against_search_ms`` and the ratio of the p50s.
     """
     texts = synthetic_texts(n)
     with tempfile.TemporaryDirectory(prefix="remem-scale-") as tmp:
@@ -124,7 +127,7 @@ def run(n: int = 100_000, queries: int = 200, progress: bool = True, embed: bool
         target = path or Path(tmp) / "scale.db"
         config = Config(run_worker=False)
         memory = Memory(target, config=config)
-        old: Memory | None = None
+        others: list[Memory] = []
         try:
             start = time.perf_counter()
             batch = 100
@@ -141,8 +144,11 @@ def run(n: int = 100_000, queries: int = 200, progress: bool = True, embed: bool
             paths = {"scoped": memory}
             if old_path and "://" not in str(target):
                 # its own embedder: a query cached by one path must not speed up the other
-                old = paths["old"] = Memory(
-                    target, config=config.model_copy(update={"vector_index": "flat"}))
+                paths["old"] = Memory(target, config=config.model_copy(update={"vector_index": "flat"}))
+            if against is not None:
+                paths["against"] = Memory(target, config=config.model_copy(
+                    update={"retrieval": RetrievalConfig(**{**config.retrieval.model_dump(), **against})}))
+            others = [m for name, m in paths.items() if name != "scoped"]
             loaded = {}
             for name, m in paths.items():
                 t0 = time.perf_counter()
@@ -173,8 +179,8 @@ def run(n: int = 100_000, queries: int = 200, progress: bool = True, embed: bool
             index = getattr(memory.store, "vectors", None)
             index_stats = index.stats(memory.store.conn) if hasattr(index, "stats") else None
         finally:
-            if old is not None:
-                old.close()
+            for m in others:
+                m.close()
             memory.close()
     out: dict[str, Any] = {
         "n": n,
@@ -199,6 +205,11 @@ def run(n: int = 100_000, queries: int = 200, progress: bool = True, embed: bool
         out["old_over_scoped_p50"] = {
             "search": round(percentile(timings["old"], 50) / max(percentile(timings["scoped"], 50), 1e-9), 2),
             "vector": round(percentile(vector["old"], 50) / max(percentile(vector["scoped"], 50), 1e-9), 2)}
+    if "against" in timings:
+        out["against"] = against
+        out["against_search_ms"] = _ms(timings["against"])
+        out["search_p50_over_against"] = round(
+            percentile(timings["scoped"], 50) / max(percentile(timings["against"], 50), 1e-9), 2)
     out.update({
         "ingest_per_s": round(n / ingest_s, 1),
         "embed_per_s": round(embed_rate, 1),

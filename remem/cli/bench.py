@@ -74,12 +74,25 @@ def report(title: str, result: dict[str, Any], as_json: bool) -> None:
         render_dict(title, result, out_console())
 
 
+def _pairs(pairs: list[str], option: str) -> dict[str, str]:
+    """``KEY=VALUE`` options as a dict; a clear error for anything else."""
+    out = {}
+    for pair in pairs:
+        key, sep, value = pair.partition("=")
+        if not sep:
+            raise typer.BadParameter(f"{pair!r}: write KEY=VALUE", param_hint=option)
+        out[key.strip()] = value.strip()
+    return out
+
+
 @bench_app.command()
 def locomo(
     data: Annotated[Path, typer.Option(
         exists=True, dir_okay=False, help="The LoCoMo data file (locomo10.json).")],
     system: Annotated[System, typer.Option(help="Which retrieval to measure.")] = System.remem,
     limit: Annotated[int | None, typer.Option(help="Only the first N conversations.")] = None,
+    conversations: Annotated[str | None, typer.Option(
+        help="Only these conversations, by position from 0: 5-9, or 0,2,4.")] = None,
     settings: Annotated[list[str] | None, typer.Option(
         "--set", help="A retrieval setting for remem, KEY=VALUE (e.g. neighbor_window=1); "
         "repeatable. For ablations.")] = None,
@@ -102,18 +115,14 @@ def locomo(
     """
     run = load_runner("locomo")
     with boundary():
-        overrides = {}
-        for pair in settings or []:
-            key, sep, value = pair.partition("=")
-            if not sep:
-                raise typer.BadParameter(f"{pair!r}: write KEY=VALUE", param_hint="--set")
-            overrides[key.strip()] = value.strip()
+        overrides = _pairs(settings or [], "--set")
         if store is not None and system.value != "remem":
             fail("--store applies to --system remem only")
         if extractor not in ("rules", "off"):
             raise typer.BadParameter(f"{extractor!r}: use rules or off", param_hint="--extractor")
         result = run(str(data), system=system.value, limit=limit, progress=progress,
-                     retrieval=overrides or None, store=store, extractor=extractor, out=out)
+                     retrieval=overrides or None, store=store, extractor=extractor, out=out,
+                     conversations=conversations)
         if overrides:
             result["retrieval_settings"] = overrides
     report(f"LoCoMo ({system.value})", result, as_json)
@@ -262,6 +271,9 @@ def scale(
         min=1, help="Deal the memories out to this many users and search one of them.")] = 1,
     old_path: Annotated[bool, typer.Option(
         help="Also time the former store-wide vector matrix on the same file (SQLite).")] = True,
+    against: Annotated[list[str] | None, typer.Option(
+        "--against", help="Also time each search with this retrieval setting, KEY=VALUE "
+        "(repeatable; e.g. fusion=rrf), alternated with the default one.")] = None,
     progress: ProgressOpt = True,
     as_json: JsonOpt = False,
 ) -> None:
@@ -272,7 +284,7 @@ def scale(
     run = load_runner("scale")
     with boundary():
         result = run(n=n, queries=queries, progress=progress, path=store, scopes=scopes,
-                     old_path=old_path)
+                     old_path=old_path, against=_pairs(against, "--against") if against else None)
     report(f"scale (n={n})", result, as_json)
 
 
@@ -371,6 +383,9 @@ def run_cmd(
         help="Comma-separated: remem, bm25, dense, full-context, mem0.")] = "remem,bm25,dense",
     limit: Annotated[int | None, typer.Option(
         min=1, help="Only the first N conversations (LoCoMo) or questions (LongMemEval).")] = None,
+    conversations: Annotated[str | None, typer.Option(
+        help="Only these conversations (LoCoMo) or questions (LongMemEval), by position "
+        "from 0: 5-9, 0,2,4, or 0-499:5 for every fifth.")] = None,
     out: Annotated[Path, typer.Option(
         dir_okay=False, help="Results JSON; the reports (Markdown, PNG plots, HTML with the "
         "plots inside) are written beside it.")] = Path("results.json"),
@@ -410,7 +425,8 @@ def run_cmd(
     except ValueError as exc:
         fail(str(exc))
     with boundary():
-        results = run(dataset.value, data, names, limit=limit, whole_sessions=whole_sessions,
+        results = run(dataset.value, data, names, limit=limit, conversations=conversations,
+                      whole_sessions=whole_sessions,
                       depth=depth, context_k=context_k, llm=llm, progress=progress, out=out,
                       plots=plots, html=html)
     if as_json:

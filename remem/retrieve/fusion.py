@@ -1,10 +1,20 @@
-"""Pure ranking functions over ``(id, score)`` lists: no database, no model."""
+"""Ranking functions: rank fusion by hand-set weights, and the learned fusion model."""
 
 from __future__ import annotations
 
+import json
 from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from importlib import resources
+from pathlib import Path
+from typing import Any
 
-__all__ = ["rrf"]
+import numpy as np
+
+__all__ = ["WEIGHTS_FILE", "LearnedFusion", "load_fusion", "rrf"]
+
+#: The learned fusion shipped in this package.
+WEIGHTS_FILE = "fusion_weights.json"
 
 
 def rrf(
@@ -23,3 +33,56 @@ def rrf(
             scores[item] = scores.get(item, 0.0) + weight / (k + rank)
             ranks.setdefault(item, {})[channel] = rank
     return scores, ranks
+
+
+@dataclass(frozen=True)
+class LearnedFusion:
+    """A linear learning-to-rank model over :data:`~remem.retrieve.features.FEATURES`:
+    features are centred and scaled as on the training data, then
+    ``sigmoid(bias + coef . x)`` is the probability that a candidate cites evidence.
+
+    Trained by ``python -m remem.bench.train_fusion``; shipped as ``fusion_weights.json``.
+    """
+
+    features: tuple[str, ...]
+    mean: np.ndarray
+    scale: np.ndarray
+    coef: np.ndarray
+    bias: float
+    trained_on: str = ""
+
+    def score(self, x: np.ndarray) -> np.ndarray:
+        """Each row's probability of being evidence (0..1)."""
+        if x.shape[0] == 0:
+            return np.zeros(0)
+        z = ((x - self.mean) / self.scale) @ self.coef + self.bias
+        return 1.0 / (1.0 + np.exp(-np.clip(z, -30.0, 30.0)))
+
+    def to_json(self) -> dict[str, Any]:
+        """The model as the weights file holds it."""
+        return {"features": list(self.features), "mean": [round(float(v), 6) for v in self.mean],
+                "scale": [round(float(v), 6) for v in self.scale],
+                "coef": [round(float(v), 6) for v in self.coef], "bias": round(self.bias, 6),
+                "trained_on": self.trained_on}
+
+    @classmethod
+    def from_json(cls, data: Mapping[str, Any], expected: Sequence[str]) -> LearnedFusion:
+        """The model of a weights file; a ValueError if its features are not ``expected``."""
+        names = tuple(data["features"])
+        if names != tuple(expected):
+            raise ValueError("the fusion weights were trained on other features "
+                             f"({len(names)} against {len(expected)}); retrain them")
+        arr = {k: np.asarray(data[k], dtype=np.float64) for k in ("mean", "scale", "coef")}
+        if any(a.shape != (len(names),) for a in arr.values()):
+            raise ValueError("the fusion weights file is malformed")
+        return cls(names, arr["mean"], np.where(arr["scale"] > 0, arr["scale"], 1.0), arr["coef"],
+                   float(data["bias"]), str(data.get("trained_on", "")))
+
+
+def load_fusion(path: str | Path | None, expected: Sequence[str]) -> LearnedFusion:
+    """The learned fusion in ``path``, or the one shipped with remem when None."""
+    if path is None:
+        text = resources.files(__package__).joinpath(WEIGHTS_FILE).read_text()
+    else:
+        text = Path(path).read_text()
+    return LearnedFusion.from_json(json.loads(text), expected)

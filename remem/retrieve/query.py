@@ -8,7 +8,7 @@ from datetime import datetime, timedelta, timezone
 
 from ..text import words
 
-__all__ = ["QueryPlan", "analyse", "time_span"]
+__all__ = ["QueryPlan", "analyse", "answer_type", "entity_words", "ordering", "time_span"]
 
 STOPWORDS = frozenset(
     """a about above after again against all am an and any are as at be because been before
@@ -38,6 +38,8 @@ class QueryPlan:
     terms: tuple[str, ...]
     entities: tuple[str, ...]
     span: tuple[float, float] | None
+    order: str | None = None
+    wants: str | None = None
 
     @property
     def names(self) -> frozenset[str]:
@@ -129,6 +131,43 @@ def _time_span(low: str, now: datetime) -> tuple[float, float] | None:
     return None
 
 
+_EARLIEST = re.compile(r"\b(first|earliest|originally|initially|at first|used to)\b|最早|第一次|起初|原来")
+_LATEST = re.compile(r"\b(last|latest|lately|recent|recently|current|currently|now|these days|"
+                     r"most recent|nowadays|still)\b|最近|最后|现在|目前|如今")
+
+
+_WANTS = (("time", re.compile(r"^\s*(when|what (date|day|year|month|time)|which (year|month|day)|"
+                              r"how long)\b|什么时候|哪天|哪一天|几号|哪年|多久")),
+          ("place", re.compile(r"^\s*(where|what (city|country|place|state))\b|在哪|哪里|什么地方")),
+          ("person", re.compile(r"^\s*(who|whom|whose)\b|是谁|谁")))
+
+
+def entity_words(text: str) -> set[str]:
+    """The lower-cased words of the capitalised names in a text (not at a sentence start)."""
+    return {w.lower() for m in _ENTITY.finditer(text) for w in m.group(1).split()}
+
+
+def answer_type(text: str) -> str | None:
+    """What kind of answer the question's form asks for: ``"time"`` ("when ...", "how
+    long"), ``"place"`` ("where ..."), ``"person"`` ("who ..."), or None."""
+    low = text.lower()
+    for name, pattern in _WANTS:
+        if pattern.search(low):
+            return name
+    return None
+
+
+def ordering(text: str) -> str | None:
+    """``"first"`` when the text asks for the earliest of several events ("the first
+    time", "originally", "最早"), ``"last"`` for the latest or current one ("now",
+    "most recent", "目前"), else None. Both (or neither) named: None."""
+    low = text.lower()
+    early, late = bool(_EARLIEST.search(low)), bool(_LATEST.search(low))
+    if early == late:
+        return None
+    return "first" if early else "last"
+
+
 def analyse(text: str, now: datetime) -> QueryPlan:
     """Terms without stopwords (CJK as bigrams), capitalised names, and the time span."""
     terms = tuple(dict.fromkeys(w for w in words(text) if w not in STOPWORDS and len(w) > 1
@@ -136,4 +175,5 @@ def analyse(text: str, now: datetime) -> QueryPlan:
     if not terms:
         terms = tuple(dict.fromkeys(words(text)))
     entities = tuple(dict.fromkeys(m.group(1) for m in _ENTITY.finditer(text)))
-    return QueryPlan(text=text, terms=terms, entities=entities, span=time_span(text, now))
+    return QueryPlan(text=text, terms=terms, entities=entities, span=time_span(text, now),
+                     order=ordering(text), wants=answer_type(text))

@@ -3,21 +3,47 @@
 from __future__ import annotations
 
 from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass
 from datetime import datetime, timezone
+from itertools import zip_longest
+
+import numpy as np
 
 from ..config import RetrievalConfig
 from ..embed import Embedder
 from ..model import Hit, MemoryItem, Scope
 from ..store.base import Filters, Store
-from ..text import estimate_tokens
-from .fusion import rrf
-from .query import analyse
+from ..text import estimate_tokens, words
+from .features import FEATURES, feature_matrix
+from .fusion import LearnedFusion, load_fusion, rrf
+from .query import STOPWORDS, QueryPlan, analyse
 
-__all__ = ["EDGE_WEIGHTS", "Retriever"]
+__all__ = ["EDGE_WEIGHTS", "Candidates", "Retriever"]
 
 #: How much each kind of edge says that two memories belong together.
 EDGE_WEIGHTS = {"co_used": 1.0, "derived_from": 0.8, "mentions": 0.5, "same_topic": 0.3,
                 "files": 0.6, "supersedes": 0.0}
+
+
+@dataclass(frozen=True)
+class Candidates:
+    """What the channels found for one query: the pool (best by rank fusion first), its
+    rows, each one's rank per channel, its fused score, and its features."""
+
+    plan: QueryPlan
+    rowids: list[int]
+    items: dict[int, MemoryItem]
+    ranks: dict[int, dict[str, int]]
+    fused: dict[int, float]
+    reasons: dict[str, str]
+    features: np.ndarray
+
+
+def _near(a: frozenset[str], b: frozenset[str]) -> bool:
+    """Near-duplicates: nine in ten of their words shared (Jaccard), both not tiny."""
+    if len(a) < 4 or len(b) < 4:
+        return a == b and bool(a)
+    return len(a & b) >= 0.9 * len(a | b)
 
 
 class Retriever:
@@ -28,7 +54,11 @@ class Retriever:
     names), ``speaker`` (said by someone the query names), ``neighbor`` (the turns just
     before and after the strongest hits), ``graph`` (memories linked to the strongest
     hits by an edge or a shared entity), ``topic`` (the key memories of the mind-map
-    topic the query's words point to). No LLM anywhere on this path.
+    topic the query's words point to), ``evidence`` (the turns that matching derived
+    memories cite), ``aspects`` (full text per name, for a query naming several).
+    The pool they find is ordered by the learned fusion (``fusion="learned"``, the
+    shipped model over ranks, scores and cheap features) or by weighted rank fusion;
+    then hits that only repeat one above are collapsed. No LLM anywhere on this path.
     """
 
     def __init__(self, store: Store, embedder: Embedder, config: RetrievalConfig) -> None:
@@ -37,6 +67,7 @@ class Retriever:
         self.config = config
         # its thread starts with the first search
         self._executor = ThreadPoolExecutor(max_workers=1, thread_name_prefix="remem-query")
+        self._fusion: LearnedFusion | None = None  # loaded with the first learned ranking
 
     def close(self) -> None:
         """Stop the query-embedding thread."""
@@ -44,6 +75,57 @@ class Retriever:
 
     def __call__(self, query: str, *, scope: Scope, filters: Filters, k: int,
                  budget_tokens: int | None, now: datetime) -> list[Hit]:
+        found = self.candidates(query, scope=scope, filters=filters, k=k, now=now)
+        cfg = self.config
+        if cfg.fusion == "learned" and found.rowids:
+            prob = self._model().score(found.features)
+            scores = {r: float(p) for r, p in zip(found.rowids, prob, strict=True)}
+        else:
+            scores = found.fused
+        ordered = sorted(found.rowids, key=lambda r: (-scores[r], r))
+        items = found.items
+        if cfg.diversity > 0:
+            ordered = self._diversify(ordered, scores, items, cfg.diversity)
+        sources = self.store.sources(ordered[: max(k * 3, k + 30)])
+        hits: list[int] = []
+        shown: tuple[list[frozenset[str]], list[frozenset[str]]] = ([], [])  # memories, turns
+        used = 0
+        for rowid in ordered:
+            if rowid not in items or rowid not in sources:
+                continue
+            item = items[rowid]
+            bag = frozenset(words(item.text))
+            # a near-duplicate of a hit of its own sort above (turn of turn, memory of
+            # memory) says nothing new; a memory and the turn it restates both stay
+            if cfg.collapse and any(_near(bag, o) for o in shown[item.is_episode]):
+                continue
+            if budget_tokens is not None:
+                cost = estimate_tokens(items[rowid].text)
+                if used + cost > budget_tokens:
+                    continue
+                used += cost
+            hits.append(rowid)
+            shown[item.is_episode].append(bag)
+            if len(hits) >= k:
+                break
+        return [
+            Hit.model_construct(
+                memory=items[r], score=scores[r], channels=found.ranks[r],
+                reasons=[found.reasons[c] for c in found.ranks[r]], sources=sources[r],
+                tokens=estimate_tokens(items[r].text),
+            )
+            for r in hits
+        ]
+
+    def _model(self) -> LearnedFusion:
+        if self._fusion is None:
+            self._fusion = load_fusion(self.config.fusion_weights, FEATURES)
+        return self._fusion
+
+    def candidates(self, query: str, *, scope: Scope, filters: Filters, k: int,
+                   now: datetime) -> Candidates:
+        """Every channel's recall for ``query``, fused by rank, the best kept as the pool
+        the ranking model orders (with its features)."""
         cfg = self.config
         plan = analyse(query, now)
         rankings: dict[str, list[int]] = {}
@@ -52,12 +134,21 @@ class Retriever:
         # of the GIL), so a search costs the slower of the two, not their sum
         embedding = self._executor.submit(self.embedder.embed_queries, [query]) \
             if cfg.weight_vector > 0 else None
-        rankings["fulltext"] = [r for r, _ in self.store.fulltext(
-            plan.terms, scope, filters, cfg.candidates, cfg.weight_context)]
+        text_hits = self.store.fulltext(plan.terms, scope, filters, cfg.candidates,
+                                        cfg.weight_context)
+        bm25 = dict(text_hits)
+        rankings["fulltext"] = [r for r, _ in text_hits]
         reasons["fulltext"] = "matched words: " + ", ".join(plan.terms[:8])
+        aspects = self._aspects(plan, scope, filters)
+        if aspects:
+            rankings["aspects"] = aspects
+            reasons["aspects"] = "matches one of the people or things the query names"
+        cosine: dict[int, float] = {}
         if embedding is not None:
             vec = embedding.result()[0]
-            rankings["vector"] = [r for r, _ in self.store.vector(vec, scope, filters, cfg.candidates)]
+            near = self.store.vector(vec, scope, filters, cfg.candidates)
+            cosine = dict(near)
+            rankings["vector"] = [r for r, _ in near]
             reasons["vector"] = "close in meaning"
         if plan.span is not None and cfg.weight_time > 0:
             start, end = plan.span
@@ -72,7 +163,8 @@ class Retriever:
                 reasons["topic"] = "a key memory of the topic the query is about"
         weights = {"fulltext": cfg.weight_fulltext, "vector": cfg.weight_vector, "topic": cfg.weight_topic,
                    "time": cfg.weight_time, "neighbor": cfg.weight_neighbor,
-                   "speaker": cfg.weight_speaker}
+                   "speaker": cfg.weight_speaker, "graph": cfg.weight_graph,
+                   "evidence": cfg.weight_evidence, "aspects": cfg.weight_aspects}
         scores, ranks = rrf(rankings, weights, cfg.rrf_k)
         if plan.names and cfg.weight_speaker > 0 and scores:
             roles = self.store.roles(list(scores))
@@ -95,34 +187,56 @@ class Retriever:
             if linked:
                 rankings["graph"] = linked
                 reasons["graph"] = "linked to a strong hit (same entity, used together, derived)"
-                weights["graph"] = cfg.weight_graph
                 scores, ranks = rrf(rankings, weights, cfg.rrf_k)
-        ordered = sorted(scores, key=lambda r: (-scores[r], r))[: max(k * 4, k + 20)]
-        items = self.store.get_rows(ordered)
-        if cfg.diversity > 0:
-            ordered = self._diversify(ordered, scores, items, cfg.diversity)
-        hits: list[int] = []
-        used = 0
-        for rowid in ordered:
-            if rowid not in items:
-                continue
-            if budget_tokens is not None:
-                cost = estimate_tokens(items[rowid].text)
-                if used + cost > budget_tokens:
-                    continue
-                used += cost
-            hits.append(rowid)
-            if len(hits) >= k:
-                break
-        sources = self.store.sources(hits)
-        return [
-            Hit.model_construct(
-                memory=items[r], score=scores[r], channels=ranks[r],
-                reasons=[reasons[c] for c in ranks[r]], sources=sources[r],
-                tokens=estimate_tokens(items[r].text),
-            )
-            for r in hits
-        ]
+        size = max(k * 4, k + 20, cfg.pool)
+        pool = sorted(scores, key=lambda r: (-scores[r], r))[:size]
+        items = self.store.get_rows(pool)
+        if cfg.weight_evidence > 0 and items:
+            cited = self._evidence(pool, items, scope, filters)
+            if cited:
+                rankings["evidence"] = cited
+                reasons["evidence"] = "cited by a matching memory"
+                scores, ranks = rrf(rankings, weights, cfg.rrf_k)
+                pool = list(dict.fromkeys(pool + [r for r in cited if r not in items]))
+                items.update(self.store.get_rows([r for r in pool if r not in items]))
+        pool = [r for r in pool if r in items]
+        features = feature_matrix(plan, pool, items, ranks, scores, bm25, cosine)
+        return Candidates(plan, pool, items, {r: ranks[r] for r in pool},
+                          {r: scores[r] for r in pool}, reasons, features)
+
+    def _aspects(self, plan: QueryPlan, scope: Scope, filters: Filters) -> list[int]:
+        """For a query naming several people or things, the full-text hits of each name
+        with the rest of the query, taken in turn: a part of a multi-hop question that
+        the whole query's words would drown."""
+        cfg = self.config
+        if cfg.weight_aspects <= 0 or len(plan.entities) < 2:
+            return []
+        rest = [t for t in plan.terms if t not in plan.names]
+        lists = []
+        for entity in plan.entities[:3]:
+            own = [w for w in words(entity) if w not in STOPWORDS and w != "s"]
+            if own:
+                lists.append([r for r, _ in self.store.fulltext(
+                    own + rest, scope, filters, cfg.candidates // 2, cfg.weight_context)])
+        out: dict[int, None] = {}
+        for group in zip_longest(*lists):
+            out.update((r, None) for r in group if r is not None)
+        return list(out)
+
+    def _evidence(self, pool: list[int], items: dict[int, MemoryItem], scope: Scope,
+                  filters: Filters) -> list[int]:
+        """The turns cited by the derived memories among the best of the pool, in the
+        order of the memories that cite them."""
+        derived = [r for r in pool[:30] if r in items and not items[r].is_episode]
+        if not derived:
+            return []
+        cites = self.store.sources(derived)
+        ids = list(dict.fromkeys(s.id for r in derived for s in cites.get(r, [])))
+        if not ids:
+            return []
+        rowid_of = self.store.rowids(ids)
+        ok = self.store.accept(list(rowid_of.values()), scope, filters)
+        return [rowid_of[i] for i in ids if i in rowid_of and rowid_of[i] in ok]
 
     def _linked(self, seeds: list[int], scope: Scope, filters: Filters) -> list[int]:
         """Memories one or two edges away from the seeds, best first: the edge's type

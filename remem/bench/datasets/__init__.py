@@ -13,7 +13,8 @@ from datetime import datetime
 from importlib import import_module
 from pathlib import Path
 
-__all__ = ["LOADERS", "Conversation", "Dataset", "Question", "Session", "Turn", "load_dataset"]
+__all__ = ["LOADERS", "Conversation", "Dataset", "Question", "Session", "Turn", "load_dataset",
+           "parse_selection"]
 
 
 @dataclass(frozen=True)
@@ -89,6 +90,36 @@ class Dataset:
             return self
         return Dataset(self.name, self.conversations[:limit], self.categories,
                        self.main_categories, self.protocol, dict(self.notes))
+
+    def selected(self, spec: str | None) -> Dataset:
+        """The conversations ``spec`` names by position (:func:`parse_selection`)."""
+        if spec is None:
+            return self
+        keep = parse_selection(spec, len(self.conversations))
+        return Dataset(self.name, [self.conversations[i] for i in keep], self.categories,
+                       self.main_categories, self.protocol, dict(self.notes))
+
+
+def parse_selection(spec: str, size: int) -> list[int]:
+    """Positions from ``"0-4"``, ``"5,7,9"`` or ``"0-499:5"`` (every fifth), 0-based, each
+    end included; a clear ValueError for anything else or a position past ``size``."""
+    out: list[int] = []
+    for part in spec.split(","):
+        part = part.strip()
+        body, _, step_s = part.partition(":")
+        first, dash, last = body.partition("-")
+        try:
+            lo = int(first)
+            hi = int(last) if dash else lo
+            step = int(step_s) if step_s else 1
+        except ValueError:
+            raise ValueError(f"{part!r}: write positions as 0-4, 5,7 or 0-499:5") from None
+        if lo < 0 or hi < lo or step < 1:
+            raise ValueError(f"{part!r}: a range runs from a position to one not before it")
+        if hi >= size:
+            raise ValueError(f"{part!r}: there are only {size} conversations (0-{size - 1})")
+        out.extend(range(lo, hi + 1, step))
+    return list(dict.fromkeys(out))
 
 
 LOADERS: dict[str, str] = {
