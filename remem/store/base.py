@@ -186,6 +186,9 @@ class MemoryStore(Protocol):
 
     def stats(self) -> dict[str, Any]: ...
 
+    def embed_backlog(self) -> int:
+        """Passages still waiting for their vector."""
+
     def meta(self, key: str) -> str | None: ...
 
     def set_meta(self, key: str, value: str) -> None: ...
