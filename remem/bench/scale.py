@@ -7,6 +7,11 @@ vectors are real embeddings of a pool of base texts plus a little noise, written
 straight to the store: an exact scan costs the same whatever the values. Queries go
 through the whole real path: query embedding, full text, vector scan, fusion,
 neighbours, hydration.
+
+The SQLite store ranks full text with its in-memory index; FTS5's own ``bm25()`` (the
+path before it, the same scores) is timed beside it on the same queries, alternated:
+the whole search with each (``search_ms`` and ``search_ms_fts5``) and the full-text
+channel alone (``fulltext_ms``).
 """
 
 from __future__ import annotations
@@ -14,6 +19,7 @@ from __future__ import annotations
 import random
 import tempfile
 import time
+from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any
 
@@ -21,6 +27,9 @@ import numpy as np
 
 from ..config import Config
 from ..memory import Memory
+from ..model import Scope
+from ..retrieve.query import analyse
+from ..store import Filters
 from .progress import Reporter
 from .stats import percentile
 
@@ -102,6 +111,10 @@ def _fill_vectors(memory: Memory, texts: list[str], embed: bool, seed: int = 7) 
                           jobs if i + 5000 >= len(rows) else [])
 
 
+def _ms(values: list[float]) -> dict[str, float]:
+    return {"p50": round(percentile(values, 50), 2), "p95": round(percentile(values, 95), 2)}
+
+
 def run(n: int = 100_000, queries: int = 200, progress: bool = True, embed: bool = False,
         path: str | None = None) -> dict[str, Any]:
     """Ingest ``n`` memories into one scope and time ``queries`` searches; ``path`` is
@@ -122,29 +135,67 @@ def run(n: int = 100_000, queries: int = 200, progress: bool = True, embed: bool
                 shown.close()
             ingest_s = time.perf_counter() - start
             _fill_vectors(memory, texts, embed)
+            store = memory.store
+            engines = ("index", "fts5") if hasattr(store, "fulltext_engine") else (None,)
+            if hasattr(store, "fulltext_warm_rows"):
+                store.fulltext_warm_rows = n + 1  # load it here, in the timed warm-up
+            t0 = time.perf_counter()
             memory.search("warm up", user_id="scale")  # loads the vector matrix once
-            timings, embeds = [], []
-            for query in synthetic_queries(queries):
+            load_s = time.perf_counter() - t0
+            cfg = memory.config.retrieval
+            scope, filters = Scope(user_id="scale"), Filters()
+            now = datetime.now(timezone.utc)
+            timings: dict[str | None, list[float]] = {e: [] for e in engines}
+            fulltext: dict[str | None, list[float]] = {e: [] for e in engines}
+            embeds = []
+            # each engine's whole searches get queries of their own (a query embedded once
+            # is cached); the full-text channel alone is timed on the same words for both
+            asked = synthetic_queries(queries * len(engines))
+            for i in range(queries):
                 # embedding one query alone, alternated with the searches so that both see
                 # the same machine (another text: the search must not find it cached)
                 t0 = time.perf_counter()
-                memory.embedder.embed_queries([f"{query} (alone)"])
+                memory.embedder.embed_queries([f"{asked[i]} (alone)"])
                 embeds.append((time.perf_counter() - t0) * 1000)
-                t0 = time.perf_counter()
-                memory.search(query, user_id="scale", k=10)
-                timings.append((time.perf_counter() - t0) * 1000)
+                terms = analyse(asked[i], now).terms
+                order = engines if i % 2 == 0 else engines[::-1]
+                for engine in order:
+                    if engine is not None:
+                        store.fulltext_engine = engine
+                    query = asked[i + queries * engines.index(engine)]
+                    t0 = time.perf_counter()
+                    memory.search(query, user_id="scale", k=10)
+                    timings[engine].append((time.perf_counter() - t0) * 1000)
+                    t0 = time.perf_counter()
+                    store.fulltext(terms, scope, filters, cfg.candidates, cfg.weight_context)
+                    fulltext[engine].append((time.perf_counter() - t0) * 1000)
+            index_bytes = 0
+            if engines[0] is not None:
+                store.fulltext_engine = "index"
+                index_bytes = store.fulltext_index.nbytes()
             t0 = time.perf_counter()
             memory.embedder.embed_passages(texts[:200])
             embed_rate = 200 / (time.perf_counter() - t0)
             size = memory.stats().size_bytes
         finally:
             memory.close()
-    return {
+    main = timings[engines[0]]
+    out: dict[str, Any] = {
         "n": n,
         "queries": queries,
-        "search_ms": {"p50": round(percentile(timings, 50), 2), "p95": round(percentile(timings, 95), 2)},
-        "query_embed_ms": {"p50": round(percentile(embeds, 50), 2), "p95": round(percentile(embeds, 95), 2)},
-        "search_over_query_embed_p95": round(percentile(timings, 95) / max(percentile(embeds, 95), 1e-9), 2),
+        "search_ms": _ms(main),
+        "query_embed_ms": _ms(embeds),
+        "search_over_query_embed_p95": round(percentile(main, 95) / max(percentile(embeds, 95), 1e-9), 2),
+    }
+    if engines[0] is not None:
+        out["search_ms_fts5"] = _ms(timings["fts5"])
+        out["fulltext_ms"] = {"index": _ms(fulltext["index"]), "fts5": _ms(fulltext["fts5"])}
+        out["fulltext_p50_fts5_over_index"] = round(
+            percentile(fulltext["fts5"], 50) / max(percentile(fulltext["index"], 50), 1e-9), 1)
+        out["first_search_s"] = round(load_s, 2)  # loads the vector matrix and full-text index
+        out["fulltext_index_mb"] = round(index_bytes / 1e6, 1)
+    return {
+        **out,
         "ingest_per_s": round(n / ingest_s, 1),
         "embed_per_s": round(embed_rate, 1),
         "vectors": "embedded" if embed else "synthetic (real embeddings of 512 texts plus noise)",

@@ -80,6 +80,7 @@ class Tokenizer:
         self._starts: list[int] = [0, 0]  # piece id -> its terms in _flat[start:end]
         self._flat: list[int] = []
         self._arrays: tuple[np.ndarray, np.ndarray] | None = None
+        self._words: dict[str, list[str]] = {}
 
     def _fts5_terms(self, pieces: Sequence[str]) -> list[list[str]]:
         with self._lock:
@@ -105,7 +106,13 @@ class Tokenizer:
 
     def terms(self, text: str) -> list[str]:
         """The terms FTS5 indexes (or queries) for ``text``, in order."""
-        return [t for terms in self._fts5_terms([text]) for t in terms] if text else []
+        known = self._words.get(text)
+        if known is None:
+            known = [t for terms in self._fts5_terms([text]) for t in terms] if text else []
+            if len(self._words) > 50_000:  # query words: bounded, unlike the index's pieces
+                self._words.clear()
+            self._words[text] = known
+        return list(known)
 
     def encode(self, texts: Sequence[str]) -> tuple[np.ndarray, np.ndarray]:
         """The term id of every token of ``texts``, and the index of the text it is in."""
@@ -177,6 +184,14 @@ class FulltextIndex:
     def __len__(self) -> int:
         """Rows indexed (the live ones)."""
         return self._alive_count
+
+    def nbytes(self) -> int:
+        """The size of the index's arrays (postings and rows; not Python's dicts)."""
+        with self._lock:
+            postings = sum(a.nbytes for p in self._terms.values() for a in p.arrays())
+            rows = sum(a.nbytes for a in (self._passage, self._memory, self._length, self._alive,
+                                          self._codes))
+        return postings + rows
 
     # --- keeping current ------------------------------------------------------------------
 
