@@ -8,6 +8,7 @@ import sys
 import time
 from collections.abc import Iterator
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -40,8 +41,11 @@ def store(tmp_path: Path) -> Iterator[SQLiteStore]:
     opened.close()
 
 
+Hits = list[tuple[int, float]]
+
+
 def both(store: SQLiteStore, terms: list[str], scope: Scope, limit: int = 10,
-         weight: float = 0.5, filters: Filters = ALL) -> tuple[list[tuple[int, float]], list[tuple[int, float]]]:
+         weight: float = 0.5, filters: Filters = ALL) -> tuple[Hits, Hits]:
     store.fulltext_engine = "fts5"
     old = store.fulltext(terms, scope, filters, limit, weight)
     store.fulltext_engine = "index"
@@ -221,3 +225,16 @@ def test_the_fts5_engine_is_a_known_name(tmp_path: Path) -> None:
 
     with pytest.raises(ValidationError, match="fts5"):
         SQLiteStore(tmp_path / "x.db", dim=8, embedder="unit", fulltext="lucene")
+
+
+def test_a_turn_is_found_by_its_words_before_its_vector_exists(open_memory: Any) -> None:
+    from remem.config import Config
+
+    memory = open_memory(config=Config(embedder="hash", run_worker=False))
+    memory.add(["the flaky test is test_upload_retries", "it fails on a slow disk"],
+               user_id="alice", session_id="s1")
+    assert memory.stats().embed_backlog == 2  # stored, not embedded yet
+    hits = memory.search("which test is flaky?", user_id="alice")
+    assert hits and hits[0].memory.text == "the flaky test is test_upload_retries"
+    assert memory.flush()
+    assert memory.stats().embed_backlog == 0

@@ -28,7 +28,6 @@ from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any
 
-from ..config import Config
 from ..memory import Memory
 from ..model import Scope
 from ..store import Filters

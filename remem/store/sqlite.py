@@ -36,6 +36,7 @@ from ..text import estimate_tokens, segment
 from .base import Filters, Job, NewMemory, Transaction
 from .clauses import filters_sql, scope_sql
 from .derived import DerivedOps
+from .fulltext import FulltextIndex
 from .injections import InjectionOps
 from .policy import COALESCE_PREFIX, page_before, purge_closure
 from .rows import COLUMNS as _COLUMNS
@@ -43,7 +44,6 @@ from .rows import dt as _dt
 from .rows import row_to_item as _row_to_item
 from .schema import APPLICATION_ID, MIGRATIONS, SCHEMA_VERSION
 from .sqlite_copy import SQLiteCopy
-from .fulltext import FulltextIndex
 from .vectors import VectorIndex
 
 __all__ = ["SQLiteStore", "require_store_file"]
