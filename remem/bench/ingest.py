@@ -28,6 +28,7 @@ from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any
 
+from ..config import AgentConfig, Config
 from ..memory import Memory
 from ..model import Scope
 from ..store import Filters
@@ -86,8 +87,8 @@ class _Watch:
 
 
 def _remem(texts: list[str], folder: Path, session: int, batch: int, probe_every: int,
-           shown: Reporter | None) -> dict[str, Any]:
-    memory = Memory(folder / "ingest.db")
+           extractor: str, shown: Reporter | None) -> dict[str, Any]:
+    memory = Memory(folder / "ingest.db", config=Config(agent=AgentConfig(extractor=extractor)))
     store = memory.store
     try:
         watch = _Watch(memory)
@@ -174,16 +175,20 @@ def _mem0(texts: list[str], folder: Path, session: int, shown: Reporter | None) 
 
 
 def run(n: int = 2000, *, session: int = 20, batch: int = 1, probe_every: int = 25,
-        peers: tuple[str, ...] = ("mem0",), progress: bool = True) -> dict[str, Any]:
+        extractor: str = "rules", peers: tuple[str, ...] = ("mem0",),
+        progress: bool = True) -> dict[str, Any]:
     """Add ``n`` turns ``batch`` a call to a new store (and to each peer that is
-    installed); see the module for what is measured."""
+    installed); see the module for what is measured. ``extractor="off"`` leaves the
+    worker only the embedding (the memory agent's extraction shares it otherwise)."""
     texts = synthetic_texts(n, seed=23)
     out: dict[str, Any] = {"n": n, "batch": batch, "session_turns": session,
-                           "config": "defaults (worker running: embedding and extraction)"}
+                           "extractor": extractor,
+                           "config": "defaults (the worker running: embedding, and extraction "
+                                     "unless extractor is off)"}
     with tempfile.TemporaryDirectory(prefix="remem-ingest-") as tmp:
         folder = Path(tmp)
         shown = Reporter("remem add", n) if progress else None
-        out["remem"] = _remem(texts, folder, session, batch, probe_every, shown)
+        out["remem"] = _remem(texts, folder, session, batch, probe_every, extractor, shown)
         for peer in peers:
             if peer != "mem0":
                 out[peer] = {"skipped": "no such peer"}

@@ -256,6 +256,8 @@ def ingest(
     peers: Annotated[str, typer.Option(
         help="Peers to add the same turns to, comma-separated ('mem0'; '' for none); a peer "
         "that is not installed is reported as skipped.")] = "mem0",
+    extractor: Annotated[str, typer.Option(
+        help="remem's memory agent: 'rules' (the default) or 'off' (the worker only embeds).")] = "rules",
     progress: ProgressOpt = True,
     as_json: JsonOpt = False,
 ) -> None:
@@ -266,8 +268,11 @@ def ingest(
     """
     run = load_runner("ingest")
     names = tuple(p.strip() for p in peers.split(",") if p.strip())
+    if extractor not in ("rules", "off"):
+        raise typer.BadParameter(f"{extractor!r}: use rules or off", param_hint="--extractor")
     with boundary():
-        result = run(n=n, session=session, batch=batch, peers=names, progress=progress)
+        result = run(n=n, session=session, batch=batch, extractor=extractor, peers=names,
+                     progress=progress)
     report(f"ingest (n={n})", result, as_json)
 
 
