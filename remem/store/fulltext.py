@@ -75,6 +75,7 @@ class Tokenizer:
         self._db.execute(f"CREATE VIRTUAL TABLE t USING fts5 (x, tokenize = '{_TOKENIZE}')")
         self._db.execute("CREATE VIRTUAL TABLE v USING fts5vocab (t, instance)")
         self._lock = threading.Lock()
+        self._encode_lock = threading.Lock()
         self.term_ids: dict[str, int] = {}
         self._piece_ids: dict[str, int] = {self._SEP: 0}
         self._starts: list[int] = [0, 0]  # piece id -> its terms in _flat[start:end]
@@ -119,13 +120,14 @@ class Tokenizer:
         sep = self._SEP
         joined = f" {sep} ".join(t.replace(sep, " ") if sep in t else t for t in texts)
         pieces = _PIECE.findall(joined)
-        self._learn(pieces)
-        if self._arrays is None:
-            self._arrays = (np.asarray(self._starts, dtype=np.int64),
-                            np.asarray(self._flat, dtype=np.int64))
-        starts, flat = self._arrays
-        piece = np.fromiter(map(self._piece_ids.__getitem__, pieces), dtype=np.int64,
-                            count=len(pieces))
+        with self._encode_lock:  # pieces learnt and their arrays rebuilt together
+            self._learn(pieces)
+            if self._arrays is None:
+                self._arrays = (np.asarray(self._starts, dtype=np.int64),
+                                np.asarray(self._flat, dtype=np.int64))
+            starts, flat = self._arrays
+            piece = np.fromiter(map(self._piece_ids.__getitem__, pieces), dtype=np.int64,
+                                count=len(pieces))
         text = np.cumsum(piece == 0)  # separators between texts: piece id 0, no terms
         count = starts[piece + 1] - starts[piece]
         total = int(count.sum())
