@@ -214,6 +214,8 @@ class Stats(BaseModel):
     embedder: str
     schema_version: int
     size_bytes: int
+    #: passages stored (and found by their words) whose vector is not computed yet
+    embed_backlog: int = 0
 
 
 #: The kinds of memory an extractor may propose.

@@ -40,7 +40,8 @@ def test_health_ready_and_the_openapi_spec(shared_api: Api) -> None:
     _, client = shared_api
     assert client.get("/v1/health").json()["status"] == "ok"
     ready = client.get("/v1/ready").json()
-    assert ready == {"status": "ready", "embedder": "hash:256", "auth": "single_user"}
+    assert ready == {"status": "ready", "embedder": "hash:256", "auth": "single_user",
+                     "embed_backlog": 0}
     spec = client.get("/openapi.json").json()
     for path in ("/v1/memories", "/v1/events", "/v1/search", "/v1/flush", "/v1/memories/{memory_id}",
                  "/v1/memories/{memory_id}/forget", "/v1/memories/{memory_id}/history", "/v1/stats",

@@ -284,6 +284,10 @@ def test_stats_count_what_is_stored(store: Store, store_target: str | Path) -> N
     stats = store.stats()
     assert (stats["episodes"], stats["memories"], stats["passages"], stats["vectors"]) == (1, 1, 2, 0)
     assert stats["jobs"] == {"queued": 1} and stats["path"] == str(store_target)
+    # both passages are found by their words at once; their vectors are still to come
+    assert stats["embed_backlog"] == store.embed_backlog() == 2
+    store.put_vectors([(r, unit(0)) for r, _ in store.unembedded(list(range(1, 10)))][:1], [])
+    assert store.embed_backlog() == 1 and store.stats()["embed_backlog"] == 1
 
 
 def test_stats_of_one_org_or_user_count_only_theirs(store: Store) -> None:

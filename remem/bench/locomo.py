@@ -172,7 +172,7 @@ def _summary(rows: list[tuple[int, dict[int, float]]]) -> dict[str, Any]:
 def run(data: str | Path, system: str = "remem", limit: int | None = None, progress: bool = True,
         make: Callable[..., System] = make_system,
         retrieval: dict[str, Any] | None = None, store: str | Path | None = None,
-        extractor: str = "rules", out: str | Path | None = None,
+        extractor: str = "rules", out: str | Path | None = None, fulltext: str | None = None,
         reporter: Callable[[str, int], Reporter] = Reporter,
         conversations: str | None = None) -> dict[str, Any]:
     """Ingest each conversation, ask every question, and return recall and speed figures.
@@ -186,6 +186,8 @@ def run(data: str | Path, system: str = "remem", limit: int | None = None, progr
     with a kept ``store`` holding all ten, any split is asked of the same store.
     ``out`` gets the figures so far after each conversation (``"partial": true`` until
     the last one); ``reporter`` builds the progress display (stderr) when ``progress``.
+    ``fulltext`` picks how a SQLite store ranks full text (``"index"``, the default, or
+    ``"fts5"``, its ``bm25()`` in SQL), to compare the two on one kept store.
     """
     chosen = load(data)
     split = conversations
@@ -203,6 +205,9 @@ def run(data: str | Path, system: str = "remem", limit: int | None = None, progr
         config = Config(retrieval=RetrievalConfig(**(retrieval or {})),
                         agent=AgentConfig(extractor=extractor))
         sys_ = make(system, Path(store or tmp), config=config)
+        engine_of = getattr(getattr(sys_, "memory", None), "store", None)
+        if fulltext is not None and hasattr(engine_of, "fulltext_engine"):
+            engine_of.fulltext_engine = fulltext  # type: ignore[union-attr]
         shown = reporter("LoCoMo", len(conversations)) if progress else None
         try:
             for done, conv in enumerate(conversations, 1):
@@ -234,6 +239,8 @@ def run(data: str | Path, system: str = "remem", limit: int | None = None, progr
             sys_.close()
     result = _figures(rows, conversations, system, reuse, turns, search_ms, add_s, ingest_s,
                       extractor)
+    if fulltext is not None:
+        result["fulltext"] = fulltext
     if out is not None:
         save_json(out, result | {"partial": False, "of_conversations": len(conversations)})
     return result

@@ -8,6 +8,11 @@ straight to the store: an exact scan costs the same whatever the values. Queries
 through the whole real path: query embedding, full text, vector scan, fusion,
 neighbours, hydration. With ``scopes`` above 1 the rows are dealt out to that many users
 and the searches read one of them: a scope holding a share of a large store.
+
+The SQLite store ranks full text with its in-memory index; FTS5's own ``bm25()`` (the
+path before it, the same scores) is timed beside it on the same file, alternated: the
+whole search with each (``search_ms`` and ``search_ms_fts5``) and the full-text channel
+alone (``fulltext_ms``).
 """
 
 from __future__ import annotations
@@ -15,6 +20,7 @@ from __future__ import annotations
 import random
 import tempfile
 import time
+from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any
 
@@ -23,6 +29,7 @@ import numpy as np
 from ..config import Config, RetrievalConfig
 from ..memory import Memory
 from ..model import Scope
+from ..retrieve.query import analyse
 from ..store.base import Filters
 from .progress import Reporter
 from .stats import percentile
@@ -142,36 +149,50 @@ def run(n: int = 100_000, queries: int = 200, progress: bool = True, embed: bool
             ingest_s = time.perf_counter() - start
             _fill_vectors(memory, texts, embed)
             paths = {"scoped": memory}
-            if old_path and "://" not in str(target):
-                # its own embedder: a query cached by one path must not speed up the other
+            sqlite = "://" not in str(target)
+            # each path its own embedder: a query cached by one must not speed up another
+            if old_path and sqlite:
                 paths["old"] = Memory(target, config=config.model_copy(update={"vector_index": "flat"}))
             if against is not None:
                 paths["against"] = Memory(target, config=config.model_copy(
                     update={"retrieval": RetrievalConfig(**{**config.retrieval.model_dump(), **against})}))
+            if hasattr(memory.store, "fulltext_engine"):
+                paths["fts5"] = Memory(target, config=config)
+                paths["fts5"].store.fulltext_engine = "fts5"
             others = [m for name, m in paths.items() if name != "scoped"]
             loaded = {}
             for name, m in paths.items():
+                if hasattr(m.store, "fulltext_warm_rows"):
+                    m.store.fulltext_warm_rows = n + 1  # load the index here, in the timed warm-up
                 t0 = time.perf_counter()
                 m.search("warm up", user_id="scale0")  # loads the vectors, builds any index
                 loaded[name] = round(time.perf_counter() - t0, 2)
             timings: dict[str, list[float]] = {name: [] for name in paths}
             vector: dict[str, list[float]] = {name: [] for name in paths}
+            fulltext: dict[str, list[float]] = {name: [] for name in paths}
             embeds = []
-            scope = Scope(user_id="scale0")
+            scope, filters, cfg = Scope(user_id="scale0"), Filters(), config.retrieval
+            now = datetime.now(timezone.utc)
             for j, query in enumerate(synthetic_queries(queries)):
                 # embedding one query alone, alternated with the searches so that all see
                 # the same machine (another text: the search must not find it cached)
                 t0 = time.perf_counter()
                 qvec = memory.embedder.embed_queries([f"{query} (alone)"])[0]
                 embeds.append((time.perf_counter() - t0) * 1000)
+                terms = analyse(query, now).terms
                 order = list(paths.items()) if j % 2 == 0 else list(paths.items())[::-1]
                 for name, m in order:
                     t0 = time.perf_counter()
                     m.search(query, user_id="scale0", k=10)
                     timings[name].append((time.perf_counter() - t0) * 1000)
                     t0 = time.perf_counter()
-                    m.store.vector(qvec, scope, Filters(), config.retrieval.candidates)
+                    m.store.vector(qvec, scope, filters, cfg.candidates)
                     vector[name].append((time.perf_counter() - t0) * 1000)
+                    t0 = time.perf_counter()
+                    m.store.fulltext(terms, scope, filters, cfg.candidates, cfg.weight_context)
+                    fulltext[name].append((time.perf_counter() - t0) * 1000)
+            text_index = getattr(memory.store, "fulltext_index", None)
+            index_bytes = text_index.nbytes() if text_index is not None else 0
             t0 = time.perf_counter()
             memory.embedder.embed_passages(texts[:200])
             embed_rate = 200 / (time.perf_counter() - t0)
@@ -205,6 +226,13 @@ def run(n: int = 100_000, queries: int = 200, progress: bool = True, embed: bool
         out["old_over_scoped_p50"] = {
             "search": round(percentile(timings["old"], 50) / max(percentile(timings["scoped"], 50), 1e-9), 2),
             "vector": round(percentile(vector["old"], 50) / max(percentile(vector["scoped"], 50), 1e-9), 2)}
+    if "fts5" in timings:
+        out["search_ms_fts5"] = _ms(timings["fts5"])
+        out["fulltext_ms"] = {"index": _ms(fulltext["scoped"]), "fts5": _ms(fulltext["fts5"])}
+        out["fulltext_p50_fts5_over_index"] = round(
+            percentile(fulltext["fts5"], 50) / max(percentile(fulltext["scoped"], 50), 1e-9), 1)
+        out["first_search_s"] = loaded["scoped"]  # loads the vectors and the full-text index
+        out["fulltext_index_mb"] = round(index_bytes / 1e6, 1)
     if "against" in timings:
         out["against"] = against
         out["against_search_ms"] = _ms(timings["against"])

@@ -106,6 +106,9 @@ def locomo(
         "--out", dir_okay=False, help="Also write the figures to this JSON file, rewritten "
         "after each conversation (\"partial\": true until the last), so a stopped run "
         "leaves what it measured.")] = None,
+    fulltext: Annotated[str | None, typer.Option(
+        help="How remem's SQLite store ranks full text: 'index' (the default, in memory) or "
+        "'fts5' (FTS5's bm25 in SQL, as before); with --store, compares both on one store.")] = None,
     progress: ProgressOpt = True,
     as_json: JsonOpt = False,
 ) -> None:
@@ -118,11 +121,13 @@ def locomo(
         overrides = _pairs(settings or [], "--set")
         if store is not None and system.value != "remem":
             fail("--store applies to --system remem only")
+        if fulltext not in (None, "index", "fts5"):
+            raise typer.BadParameter(f"{fulltext!r}: use index or fts5", param_hint="--fulltext")
         if extractor not in ("rules", "off"):
             raise typer.BadParameter(f"{extractor!r}: use rules or off", param_hint="--extractor")
         result = run(str(data), system=system.value, limit=limit, progress=progress,
                      retrieval=overrides or None, store=store, extractor=extractor, out=out,
-                     conversations=conversations)
+                     conversations=conversations, fulltext=fulltext)
         if overrides:
             result["retrieval_settings"] = overrides
     report(f"LoCoMo ({system.value})", result, as_json)
@@ -312,6 +317,34 @@ def ann(
         result = run(data, queries=queries, ann_threshold=ann_threshold, cache=cache,
                      limit=limit, progress=progress)
     report("ann", result, as_json)
+
+
+@bench_app.command()
+def ingest(
+    n: Annotated[int, typer.Option("--n", min=1, help="How many turns to add.")] = 2000,
+    batch: Annotated[int, typer.Option(min=1, help="Turns per add call (1: as they come).")] = 1,
+    session: Annotated[int, typer.Option(min=1, help="Turns per session.")] = 20,
+    peers: Annotated[str, typer.Option(
+        help="Peers to add the same turns to, comma-separated ('mem0'; '' for none); a peer "
+        "that is not installed is reported as skipped.")] = "mem0",
+    extractor: Annotated[str, typer.Option(
+        help="remem's memory agent: 'rules' (the default) or 'off' (the worker only embeds).")] = "rules",
+    progress: ProgressOpt = True,
+    as_json: JsonOpt = False,
+) -> None:
+    """Measure ingest: turns acknowledged (stored and found by their words) per second, the
+    embedding backlog's drain rate, and the time until a turn is found by meaning.
+
+    Example: remem bench ingest --n 2000 --json
+    """
+    run = load_runner("ingest")
+    names = tuple(p.strip() for p in peers.split(",") if p.strip())
+    if extractor not in ("rules", "off"):
+        raise typer.BadParameter(f"{extractor!r}: use rules or off", param_hint="--extractor")
+    with boundary():
+        result = run(n=n, session=session, batch=batch, extractor=extractor, peers=names,
+                     progress=progress)
+    report(f"ingest (n={n})", result, as_json)
 
 
 @bench_app.command()

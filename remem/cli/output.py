@@ -189,7 +189,8 @@ def render_stats(stats: Stats, console: Console) -> None:
         ("path", stats.path), ("episodes", str(stats.episodes)),
         ("memories", str(stats.memories)), ("by kind", _counts(stats.by_kind)),
         ("by status", _counts(stats.by_status)), ("passages", str(stats.passages)),
-        ("vectors", str(stats.vectors)), ("jobs", _counts(stats.jobs)),
+        ("vectors", str(stats.vectors)), ("embed backlog", str(stats.embed_backlog)),
+        ("jobs", _counts(stats.jobs)),
         ("embedder", stats.embedder), ("schema version", str(stats.schema_version)),
         ("size", f"{stats.size_bytes / 1e6:.2f} MB"),
     ]

@@ -77,10 +77,12 @@ def service_routes(memory: Memory, auth: Authenticator, keys: KeyStore) -> APIRo
         """The store opens and answers."""
         try:
             embedder = memory.store.meta("embedder") or ""
+            backlog = memory.store.embed_backlog()
         except Exception as exc:
             raise ApiError(503, "not_ready", f"the store cannot be read ({exc}); check that the "
                            "file exists and is readable, and the server log") from exc
-        return Ready(embedder=embedder, auth="api_keys" if who.key_id else "single_user")
+        return Ready(embedder=embedder, embed_backlog=backlog,
+                     auth="api_keys" if who.key_id else "single_user")
 
     @router.get("/stats", responses=ERRORS)
     def stats(who: Annotated[Principal, Depends(admin)]) -> Stats:

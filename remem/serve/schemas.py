@@ -156,6 +156,8 @@ class Ready(BaseModel):
     status: Literal["ready"] = "ready"
     embedder: str
     auth: Literal["api_keys", "single_user"]
+    embed_backlog: int = Field(0, description="passages stored and searchable by their words "
+                               "whose vector is not computed yet")
 
 
 class ErrorDetail(BaseModel):

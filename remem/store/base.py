@@ -216,6 +216,9 @@ class MemoryStore(Protocol):
         """Counts of the whole store, or of one org, or of one user of it (then
         ``size_bytes`` is 0: the file holds the others' data too)."""
 
+    def embed_backlog(self) -> int:
+        """Passages still waiting for their vector."""
+
     def meta(self, key: str) -> str | None: ...
 
     def set_meta(self, key: str, value: str) -> None: ...

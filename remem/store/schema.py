@@ -276,6 +276,21 @@ MIGRATIONS: list[str] = [
         INSERT INTO vector_deletions (vector_rowid) VALUES (old.rowid);
     END;
     """,
+    # 11: which passages' full-text rows changed, in order, so that each process's
+    # in-memory full-text index takes in only those (store/fulltext.py); the adapter
+    # adds an entry when it rewrites a row's context
+    """
+    CREATE TABLE fulltext_log (
+        seq INTEGER PRIMARY KEY AUTOINCREMENT,
+        passage_rowid INTEGER NOT NULL
+    );
+    CREATE TRIGGER passages_fulltext_insert AFTER INSERT ON passages BEGIN
+        INSERT INTO fulltext_log (passage_rowid) VALUES (new.rowid);
+    END;
+    CREATE TRIGGER passages_fulltext_delete AFTER DELETE ON passages BEGIN
+        INSERT INTO fulltext_log (passage_rowid) VALUES (old.rowid);
+    END;
+    """,
 ]
 
 SCHEMA_VERSION = len(MIGRATIONS)

@@ -33,10 +33,11 @@ from ..errors import (
 )
 from ..model import HistoryEntry, MemoryItem, Page, Scope, Source
 from ..text import estimate_tokens, segment
+from .audit import AuditOps
 from .base import Filters, Job, NewMemory, Transaction
 from .clauses import filters_sql, scope_sql
 from .derived import DerivedOps
-from .audit import AuditOps
+from .fulltext import FulltextIndex
 from .injections import InjectionOps
 from .policy import (
     COALESCE_PREFIX,
@@ -61,6 +62,10 @@ __all__ = ["SQLiteStore", "require_store_file"]
 log = logging.getLogger(__name__)
 
 _CONTEXT_CHARS = 1000  # of each neighbouring turn, in an episode's full-text context
+_LOG_KEPT = 200_000  # fulltext_log entries kept; a reader further behind rebuilds
+_ENGINES = ("index", "fts5")
+_WARM_ROWS = 20_000
+_MAX_SEEDS = 200  # seeds whose neighbours one compound SELECT finds
 
 
 class _Handle:
@@ -114,12 +119,18 @@ class SQLiteStore(DerivedOps, InjectionOps, ShareOps, AuditOps, SQLiteCopy):
     approximate index with an exact re-rank (None: always an exact scan);
     ``vector_index="flat"`` keeps the former store-wide matrix instead, for benchmarks.
     ``create=False`` refuses a path where no file exists (StoreNotFoundError) instead of
-    creating its folders and an empty store.
+    creating its folders and an empty store. ``fulltext="fts5"`` ranks full text with
+    FTS5's ``bm25()`` in SQL instead of the in-memory index (the same scores, slower; kept
+    to compare the two).
     """
 
     def __init__(self, path: str | os.PathLike[str], *, dim: int, embedder: str,
                  busy_timeout_s: float = 10.0, reembed: bool = False, create: bool = True,
-                 ann_threshold: int | None = 20_000, vector_index: str = "scoped") -> None:
+                 ann_threshold: int | None = 20_000, vector_index: str = "scoped",
+                 fulltext: str = "index") -> None:
+        if fulltext not in _ENGINES:
+            raise ValidationError("fulltext", f"{fulltext!r} is not one of {', '.join(_ENGINES)}")
+        self.fulltext_engine = fulltext
         self.path = str(path)
         if not create:
             require_store_file(self.path)
@@ -148,6 +159,11 @@ class SQLiteStore(DerivedOps, InjectionOps, ShareOps, AuditOps, SQLiteCopy):
         self._anchor = self._local.handle if self._uri else None
         self.vectors: VectorIndex | FlatVectorIndex = FlatVectorIndex(dim) \
             if vector_index == "flat" else VectorIndex(dim, ann_threshold=ann_threshold)
+        self.fulltext_index = FulltextIndex()
+        #: a store with at least this many passages loads its full-text index in the background
+        self.fulltext_warm_rows = _WARM_ROWS
+        self._warm_lock = threading.Lock()
+        self._warming: threading.Thread | None = None
 
     @staticmethod
     def stored_embedder(path: str | os.PathLike[str]) -> tuple[str, int] | None:
@@ -276,6 +292,9 @@ class SQLiteStore(DerivedOps, InjectionOps, ShareOps, AuditOps, SQLiteCopy):
         for handle in list(self._handles):
             handle.close()
         self._anchor = None
+        index = getattr(self, "fulltext_index", None)
+        if index is not None:
+            index.tokens.close()
 
     # --- schema -----------------------------------------------------------------------
 
@@ -382,11 +401,36 @@ class SQLiteStore(DerivedOps, InjectionOps, ShareOps, AuditOps, SQLiteCopy):
         return " ".join(segment(n[1][:_CONTEXT_CHARS]) for n in near if n is not None)
 
     def _refresh_context(self, conn: sqlite3.Connection, rowids: Iterable[int]) -> None:
-        for rowid in rowids:
-            conn.execute(
-                "UPDATE passages_fts SET context = ? "
-                "WHERE rowid IN (SELECT rowid FROM passages WHERE memory_rowid = ?)",
-                (self._context(conn, rowid), rowid))
+        rows = [(self._context(conn, rowid), rowid) for rowid in rowids]
+        conn.executemany(
+            "UPDATE passages_fts SET context = ? "
+            "WHERE rowid IN (SELECT rowid FROM passages WHERE memory_rowid = ?)", rows)
+        conn.executemany("INSERT INTO fulltext_log (passage_rowid) SELECT rowid FROM passages "
+                         "WHERE memory_rowid = ?", [(r,) for _, r in rows])
+
+    def _batch_contexts(self, conn: sqlite3.Connection, items: Sequence[NewMemory],
+                        rowids: Sequence[int]) -> tuple[dict[int, str], list[int]]:
+        """The full-text context of each new turn, and the turns before the batch whose
+        context must now hold the batch's first turn. New rows have the highest rowids,
+        so within a session a new turn's neighbours are the batch's own turns, but for
+        the first one's predecessor: one query per session instead of several per turn."""
+        chains: dict[tuple[Any, ...], list[tuple[int, str]]] = {}
+        for item, rowid in zip(items, rowids, strict=True):
+            s = item.scope
+            if item.raw and s.session_id is not None:
+                key = (s.org_id, s.user_id, s.agent_id, s.project, s.session_id)
+                chains.setdefault(key, []).append((rowid, item.text))
+        contexts: dict[int, str] = {}
+        before: list[int] = []
+        for chain in chains.values():
+            first = self._adjacent(conn, chain[0][0], after=False)
+            if first is not None:
+                before.append(first[0])
+            texts = [None if first is None else first[1], *(t for _, t in chain), None]
+            for i, (rowid, _) in enumerate(chain):
+                near = (texts[i], texts[i + 2])
+                contexts[rowid] = " ".join(segment(t[:_CONTEXT_CHARS]) for t in near if t is not None)
+        return contexts, before
 
     def _around(self, conn: sqlite3.Connection, rowids: Iterable[int]) -> set[int]:
         """The active episodes next to these ones, whose context holds their text."""
@@ -408,6 +452,7 @@ class SQLiteStore(DerivedOps, InjectionOps, ShareOps, AuditOps, SQLiteCopy):
         if ``embed_job_id`` is given, one job that embeds all their passages. One transaction."""
         now = time.time()
         passages: list[int] = []
+        rowids: list[int] = []
         with self.write() as conn:
             for item in items:
                 s = item.scope
@@ -437,11 +482,14 @@ class SQLiteStore(DerivedOps, InjectionOps, ShareOps, AuditOps, SQLiteCopy):
                     "VALUES (?, 1, 'created', ?, 'active', ?)",
                     (rowid, item.text, now),
                 )
-                context = ""
-                if item.raw:  # the turn before now has this one after it
-                    context = self._context(conn, rowid)
-                    self._refresh_context(conn, self._around(conn, [rowid]))
-                passages += self._insert_passages(conn, rowid, item.passages or [item.text], context)
+                rowids.append(rowid)
+            contexts, before = self._batch_contexts(conn, items, rowids)
+            for item, rowid in zip(items, rowids, strict=True):
+                passages += self._insert_passages(conn, rowid, item.passages or [item.text],
+                                                  contexts.get(rowid, ""))
+            self._refresh_context(conn, before)  # the turn before now has a new one after it
+            conn.execute("DELETE FROM fulltext_log WHERE seq <= "
+                         "(SELECT MAX(seq) FROM fulltext_log) - ?", (_LOG_KEPT,))
             if embed_job_id is not None:
                 self._queue_embed(conn, embed_job_id, passages,
                                   items[0].scope.org_id if items else None, owner_of(items))
@@ -661,8 +709,13 @@ class SQLiteStore(DerivedOps, InjectionOps, ShareOps, AuditOps, SQLiteCopy):
             "memories": sum(by_kind.values()) - episodes, "by_kind": by_kind,
             "by_status": by_status, "passages": passages, "vectors": vectors, "jobs": jobs,
             "embedder": self.meta("embedder") or "", "schema_version": SCHEMA_VERSION,
-            "size_bytes": size,
+            "size_bytes": size, "embed_backlog": passages - vectors,
         }
+
+    def embed_backlog(self) -> int:
+        (n,) = self.conn.execute(
+            "SELECT (SELECT COUNT(*) FROM passages) - (SELECT COUNT(*) FROM vectors)").fetchone()
+        return int(n)
 
     # --- recall channels --------------------------------------------------------------
 
@@ -688,6 +741,12 @@ class SQLiteStore(DerivedOps, InjectionOps, ShareOps, AuditOps, SQLiteCopy):
         """
         if not terms:
             return []
+        if self.fulltext_engine == "index" and self._fulltext_ready():
+            phrases = self.fulltext_index.phrases(terms)
+            if phrases is not None:  # else a word FTS5 reads as a phrase: let FTS5 rank
+                return self.fulltext_index.search(
+                    self.conn, phrases, scope, limit, context_weight,
+                    lambda ids: self.accept(ids, scope, filters))
         match = _fts_match(terms) if context_weight else f"body : ({_fts_match(terms)})"
         rank = f"bm25(passages_fts, 1.0, {float(context_weight)!r})"
         want = limit * 2
@@ -718,6 +777,33 @@ class SQLiteStore(DerivedOps, InjectionOps, ShareOps, AuditOps, SQLiteCopy):
             best.setdefault(rowid, -score)
         return list(best.items())[:limit]
 
+    def _fulltext_ready(self) -> bool:
+        """True when the full-text index can answer now. A large store's index is loaded
+        by a thread of its own (seconds per 100k rows) while FTS5 answers, so that a
+        process that searches once is not made to wait for it."""
+        index = self.fulltext_index
+        if index.built:
+            return True
+        with self._warm_lock:
+            if self._warming is not None:
+                if self._warming.is_alive():
+                    return False
+                self._warming = None
+                return index.built  # a load that failed: FTS5 goes on answering
+            (rows,) = self.conn.execute("SELECT COALESCE(MAX(rowid), 0) FROM passages").fetchone()
+            if rows < self.fulltext_warm_rows:
+                return True  # small enough to load in the search itself
+
+            def load() -> None:
+                try:
+                    index.load(self.conn)
+                except Exception:  # the store closed meanwhile, or a broken row
+                    log.warning("loading the full-text index failed; FTS5 answers", exc_info=True)
+
+            self._warming = threading.Thread(target=load, name="remem-fulltext", daemon=True)
+            self._warming.start()
+            return False
+
     def vector(self, query: np.ndarray, scope: Scope, filters: Filters,
                limit: int) -> list[tuple[int, float]]:
         """Cosine similarity of the query to each memory's best passage."""
@@ -733,22 +819,25 @@ class SQLiteStore(DerivedOps, InjectionOps, ShareOps, AuditOps, SQLiteCopy):
 
     def neighbors(self, rowids: Sequence[int], window: int, scope: Scope,
                   filters: Filters) -> list[tuple[int, int]]:
-        """Episodes just before and after the given episodes in the same session."""
+        """Episodes just before and after the given episodes in the same session, in one
+        statement: a compound of two index walks per seed."""
+        if len(rowids) > _MAX_SEEDS:  # SQLite takes up to 500 terms in one compound
+            return [p for i in range(0, len(rowids), _MAX_SEEDS)
+                    for p in self.neighbors(rowids[i : i + _MAX_SEEDS], window, scope, filters)]
+        if not rowids or window <= 0:
+            return []
         where, params = scope_sql(scope, "n")
         fwhere, fparams = filters_sql(filters, "n")
-        pairs: list[tuple[int, int]] = []
+        parts, args = [], []
         for seed in rowids:
-            row = self.conn.execute(
-                "SELECT session_id FROM memories WHERE rowid = ? AND raw = 1", (seed,)
-            ).fetchone()
-            if row is None or row[0] is None:
-                continue
             for op, order in (("<", "DESC"), (">", "ASC")):
-                pairs += [(r, seed) for (r,) in self.conn.execute(
-                    f"SELECT n.rowid FROM memories n WHERE n.session_id = ? AND n.raw = 1 "
-                    f"AND n.rowid {op} ? AND {where} AND {fwhere} ORDER BY n.rowid {order} LIMIT ?",
-                    [row[0], seed, *params, *fparams, window])]
-        return pairs
+                parts.append(
+                    f"SELECT * FROM (SELECT n.rowid, {int(seed)} FROM memories n WHERE n.session_id = "
+                    f"(SELECT session_id FROM memories WHERE rowid = {int(seed)} AND raw = 1) "
+                    f"AND n.raw = 1 AND n.rowid {op} {int(seed)} AND {where} AND {fwhere} "
+                    f"ORDER BY n.rowid {order} LIMIT ?)")
+                args += [*params, *fparams, window]
+        return [(r, s) for r, s in self.conn.execute(" UNION ALL ".join(parts), args)]
 
     def time_window(self, start: float, end: float, scope: Scope, filters: Filters,
                     limit: int) -> list[tuple[int, float]]:

@@ -153,9 +153,11 @@ class VectorIndex:
 
     ``ann_threshold``: a group with more live rows than this gets an approximate index
     (None: every search is exact). ``ann_threads``: threads that build one (0: all cores).
+    One by default: a graph built by several threads depends on their timing, and a
+    reopened store must answer a query as it did before.
     """
 
-    def __init__(self, dim: int, ann_threshold: int | None = 20_000, ann_threads: int = 0) -> None:
+    def __init__(self, dim: int, ann_threshold: int | None = 20_000, ann_threads: int = 1) -> None:
         self.dim = dim
         self.ann_threshold = ann_threshold
         self.ann_threads = ann_threads

@@ -573,8 +573,13 @@ class PostgresStore(PostgresOps, PostgresInjections, PostgresShares, PostgresAud
             "memories": sum(by_kind.values()) - episodes, "by_kind": by_kind,
             "by_status": by_status, "passages": passages, "vectors": vectors, "jobs": jobs,
             "embedder": self.meta("embedder") or "", "schema_version": SCHEMA_VERSION,
-            "size_bytes": int(size),
+            "size_bytes": int(size), "embed_backlog": passages - vectors,
         }
+
+    def embed_backlog(self) -> int:
+        row = self._one("SELECT COUNT(*) FROM passages WHERE vec IS NULL")
+        assert row is not None
+        return int(row[0])
 
     # --- recall channels --------------------------------------------------------------
 
