@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import shutil
 import sqlite3
+import threading
 from collections.abc import Callable, Iterator
 from pathlib import Path
 
@@ -60,7 +61,9 @@ class _Hash64:
 def _open(path: Path, threshold: int | None = THRESHOLD) -> Memory:
     config = Config(embedder="hash", run_worker=False, ann_threshold=threshold,
                     agent=AgentConfig(extractor="off"))
-    return Memory(path, config=config, embedder=_Hash64())  # type: ignore[arg-type]
+    memory = Memory(path, config=config, embedder=_Hash64())  # type: ignore[arg-type]
+    memory.store.vectors.background = False  # the graph is there after the first search
+    return memory
 
 
 @pytest.fixture(scope="module")
@@ -254,5 +257,37 @@ def test_new_vectors_join_an_existing_index(
     jobs = memory.store.claim_jobs("embed", 10, lease_s=60)
     rows = memory.store.unembedded([p for j in jobs for p in j.payload["passages"]])
     memory.store.put_vectors([(r, query) for r, _ in rows], jobs)
+    rowid = {i: r for r, i in _ids_by_rowid(store_file).items()}[result.episode_ids[0]]
+    assert _ids(memory.store.vector(query, MAIN, Filters(), 10))[0] == rowid
+
+
+def test_a_large_scope_answers_exactly_while_its_graph_is_built_in_the_background(
+        opened: Callable[..., Memory], store_file: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    release = threading.Event()
+    real = ann.HnswIndex
+
+    class HeldIndex(real):  # type: ignore[misc, valid-type]
+        def add(self, keys: np.ndarray, vectors: np.ndarray) -> None:
+            # a build that takes as long as the test wants; one the search waits for fails
+            assert release.wait(timeout=30), "the search waited for the graph to be built"
+            super().add(keys, vectors)
+
+    monkeypatch.setattr(ann, "HnswIndex", HeldIndex)
+    memory, exact = opened(), opened(threshold=None)
+    memory.store.vectors.background = True
+    query = np.zeros(DIM, dtype=np.float32)
+    query[0] = 1.0
+    # the first search does not wait for the graph: it is an exact scan
+    assert memory.store.vector(query, MAIN, Filters(), 10) == exact.store.vector(query, MAIN, Filters(), 10)
+    assert memory.store.vectors.stats(memory.store.conn).ann_groups == 0
+    # a vector added while the graph is being built is in it once it is done
+    result = memory.add(["a new note"], user_id="u", project="p")
+    jobs = memory.store.claim_jobs("embed", 10, lease_s=60)
+    rows = memory.store.unembedded([p for j in jobs for p in j.payload["passages"]])
+    memory.store.put_vectors([(r, query) for r, _ in rows], jobs)
+    memory.store.vector(query, MAIN, Filters(), 10)  # loads the new row beside the build
+    release.set()
+    assert memory.store.vectors.wait(timeout=60)
+    assert memory.store.vectors.stats(memory.store.conn).ann_groups == 3
     rowid = {i: r for r, i in _ids_by_rowid(store_file).items()}[result.episode_ids[0]]
     assert _ids(memory.store.vector(query, MAIN, Filters(), 10))[0] == rowid

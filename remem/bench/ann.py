@@ -143,6 +143,7 @@ def run(data: list[Path], queries: int = 500, ann_threshold: int = 1000,
         config = Config(run_worker=False, agent=AgentConfig(extractor="off"),
                         ann_threshold=ann_threshold)
         approx = Memory(path, config=config)
+        approx.store.vectors.background = False  # type: ignore[attr-defined]  # timed below
         exact = Memory(path, config=config.model_copy(update={"ann_threshold": None}),
                        embedder=approx.embedder)
         try:

@@ -4,8 +4,8 @@ A group holds the rows of one (org, user, agent, project) key contiguously, so a
 reads only the groups its scope can see (a nested read adds the levels above) and never
 copies rows out of a store-wide matrix. A group up to ``ann_threshold`` rows is scanned
 exactly; a larger one is searched through an HNSW index (:mod:`.ann`) whose candidates are
-scored again exactly, and is scanned exactly when usearch is not installed or the search
-names a session.
+scored again exactly, and is scanned exactly when usearch is not installed, while its graph
+is still being built in the background, or when the search names a session.
 
 SQLite stays the only durable copy: groups are rebuilt from its BLOBs when a store is
 opened and kept current by loading rows added since the last look and dropping the rows
@@ -82,6 +82,7 @@ class _Group:
         self.session = np.empty(64, dtype=np.int32)
         self.alive = np.ones(64, dtype=bool)
         self.ann: ann.HnswIndex | None = None
+        self.building = False
 
     def append(self, vectors: np.ndarray, memory: np.ndarray, session: np.ndarray) -> int:
         """Add rows; returns the position of the first."""
@@ -110,15 +111,22 @@ class _Group:
         if self.ann is not None:
             self.ann.remove(positions)
 
-    def build_ann(self, dim: int, threads: int) -> float:
-        """Index the live rows in an HNSW graph; returns the seconds it took."""
-        start = time.perf_counter()
-        index = ann.HnswIndex(dim, threads=threads)
+    def snapshot(self) -> tuple[int, np.ndarray, np.ndarray]:
+        """The row count, the live positions and a copy of their vectors, to index."""
         live = np.flatnonzero(self.alive[: self.n])
-        for i in range(0, len(live), 100_000):
-            index.add(live[i : i + 100_000], self.matrix[live[i : i + 100_000]])
+        return self.n, live, self.matrix[live].copy()
+
+    def install(self, index: ann.HnswIndex, n: int, live: np.ndarray) -> None:
+        """Use ``index``, built from a snapshot of ``n`` rows, once it has caught up with
+        the rows added and deleted since."""
+        later = np.arange(n, self.n)
+        later = later[self.alive[later]]
+        if len(later):
+            index.add(later, self.matrix[later])
+        gone = live[~self.alive[live]]
+        if len(gone):
+            index.remove(gone)
         self.ann = index
-        return time.perf_counter() - start
 
     def top(self, query: np.ndarray, take: int, session: int | None) -> tuple[np.ndarray, np.ndarray]:
         """Exact scores and memory rowids of up to ``take`` best live rows, best first."""
@@ -161,6 +169,10 @@ class VectorIndex:
         self.dim = dim
         self.ann_threshold = ann_threshold
         self.ann_threads = ann_threads
+        #: build a scope's HNSW graph in a thread while exact scans answer (False: in the
+        #: search that finds the scope too large, which then waits for it)
+        self.background = True
+        self._builds: list[threading.Thread] = []
         self._lock = threading.Lock()
         self._reset()
 
@@ -266,10 +278,42 @@ class VectorIndex:
             return
         grown, self._grown = self._grown, set()
         for group in (self._groups[key] for key in grown):
-            if group.ann is None and group.n - group.dead > self.ann_threshold:
-                took = group.build_ann(self.dim, self.ann_threads)
-                self._ann_build_s += took
-                log.info("indexed %d vectors of one scope in %.1f s", group.n - group.dead, took)
+            if group.ann is None and not group.building and group.n - group.dead > self.ann_threshold:
+                group.building = True
+                snapshot = group.snapshot()
+                if not self.background:
+                    self._build(group, *snapshot, locked=True)
+                    continue
+                build = threading.Thread(target=self._build, args=(group, *snapshot),
+                                         name="remem-hnsw", daemon=True)
+                self._builds = [b for b in self._builds if b.is_alive()] + [build]
+                build.start()
+
+    def _build(self, group: _Group, n: int, live: np.ndarray, vectors: np.ndarray, *,
+               locked: bool = False) -> None:
+        start = time.perf_counter()
+        try:
+            index = ann.HnswIndex(self.dim, threads=self.ann_threads)
+            for i in range(0, len(live), 100_000):
+                index.add(live[i : i + 100_000], vectors[i : i + 100_000])
+        except Exception:  # the scope stays on exact scans, which answer the same
+            log.exception("building the vector graph of one scope failed")
+            return
+        if locked:
+            group.install(index, n, live)
+        else:
+            with self._lock:
+                group.install(index, n, live)
+        group.building = False
+        took = time.perf_counter() - start
+        self._ann_build_s += took
+        log.info("indexed %d vectors of one scope in %.1f s", len(live), took)
+
+    def wait(self, timeout: float | None = None) -> bool:
+        """Wait for the graphs being built; False when ``timeout`` ran out first."""
+        for build in list(self._builds):
+            build.join(timeout)
+        return not any(b.is_alive() for b in self._builds)
 
     def _near(self, scope: Scope) -> list[Key]:
         """Keys that may be inside ``scope``: its user's and, nested, the org's own."""
