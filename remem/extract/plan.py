@@ -160,7 +160,7 @@ _STRIP_EN = re.compile(
     r"(?:remind me(?:\s+(?:to|that|about|of))?|set an? reminder(?:\s+(?:to|for|that))?|"
     r"nudge me(?:\s+to)?|ping me(?:\s+to)?|alert me(?:\s+to)?|don'?t let me forget(?:\s+to)?|"
     r"remember(?:\s+that)?|record(?:\s+that)?|note(?:\s+down|\s+that)?|make a note(?:\s+that)?|"
-    r"jot down|write down|log|save|keep in mind(?:\s+that)?|"
+    r"(?:jot|write) down(?:\s+that)?|log(?:\s+that)?|save|keep in mind(?:\s+that)?|"
     r"summ?ar(?:is|iz)e|sum up|give me a (?:summary|recap|overview) of|recap|"
     r"search(?:\s+for)?|look up|look for|find|tell me|show me|"
     r"forget(?:\s+about)?|delete|erase|remove|drop|scrap|"
