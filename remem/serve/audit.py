@@ -10,6 +10,8 @@ from fastapi import APIRouter, Depends, Query
 from pydantic import BaseModel, Field
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
+from .._inputs import check_label
+from ..errors import ValidationError
 from ..memory import Memory
 from ..model import AuditEntry
 from .auth import Authenticator, Principal
@@ -54,7 +56,7 @@ class AuditTrail:
         target = next((str(v) for k, v in params.items() if k.endswith("id")), None)
         try:
             self.memory.record_access(
-                door="rest", action=action, target=target, status=status,
+                door="rest", action=_storable(action), target=_storable(target), status=status,
                 org_id=who.org_id if who is not None else None,
                 user_id=who.user_id if who is not None else None,
                 actor=(who.user_id or (f"org:{who.org_id}" if who.org_id else "single-user"))
@@ -62,6 +64,19 @@ class AuditTrail:
                 key_id=who.key_id if who is not None else None)
         except Exception:  # the answer goes out all the same; the log says why
             log.exception("could not record %s in the audit log", action)
+
+
+def _storable(value: str | None) -> str | None:
+    """``value``, or, if it holds control characters or lone surrogates (a request can
+    put anything in its path), the same with those escaped, so the request is recorded
+    all the same and the log shows what was asked for."""
+    if value is None:
+        return None
+    try:
+        check_label(value, "value")
+    except ValidationError:
+        return value.encode("unicode_escape").decode("ascii")
+    return value
 
 
 class AuditPage(BaseModel):
