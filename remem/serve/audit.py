@@ -3,6 +3,7 @@ which key, what, when, how it ended), and ``GET /v1/audit`` reads it inside the 
 
 
 import logging
+import unicodedata
 from collections.abc import Callable
 from typing import Annotated, Any
 
@@ -10,8 +11,6 @@ from fastapi import APIRouter, Depends, Query
 from pydantic import BaseModel, Field
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
-from .._inputs import check_label
-from ..errors import ValidationError
 from ..memory import Memory
 from ..model import AuditEntry
 from .auth import Authenticator, Principal
@@ -67,16 +66,13 @@ class AuditTrail:
 
 
 def _storable(value: str | None) -> str | None:
-    """``value``, or, if it holds control characters or lone surrogates (a request can
-    put anything in its path), the same with those escaped, so the request is recorded
-    all the same and the log shows what was asked for."""
+    """``value`` with its control characters and lone surrogates escaped (``\\x01``): a
+    request can put anything in its path, and it is recorded all the same, showing what
+    was asked for."""
     if value is None:
         return None
-    try:
-        check_label(value, "value")
-    except ValidationError:
-        return value.encode("unicode_escape").decode("ascii")
-    return value
+    return "".join(c.encode("unicode_escape").decode("ascii")
+                   if unicodedata.category(c) in ("Cc", "Cs") else c for c in value)
 
 
 class AuditPage(BaseModel):

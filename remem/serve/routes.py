@@ -3,7 +3,7 @@ caller's org (and user)."""
 
 
 from collections.abc import Callable
-from typing import Annotated, Any
+from typing import Annotated
 
 from fastapi import APIRouter, Body, Depends, Path, Query
 
