@@ -28,7 +28,7 @@ from remem.serve import create_app  # noqa: E402
 from remem.serve.keys import KeyStore  # noqa: E402
 from remem.serve.schemas import ErrorBody  # noqa: E402
 
-WITH_KEY = 15  # examples per operation and mode (valid, invalid) with a key
+WITH_KEY = 20  # examples per operation and mode (valid, invalid) with a key
 WITHOUT_KEY = 4  # ... and without one
 BOUNDED = settings(derandomize=True, database=None, deadline=None, print_blob=False,
                    suppress_health_check=list(HealthCheck))
@@ -61,9 +61,16 @@ def served(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Served]:
     with StandInOpenAI() as model, service(tmp_path_factory.mktemp("schema") / "remem.db",
                                            upstream_base_url=model.base_url) as (memory, client):
         key = KeyStore(memory.store).create("acme", scopes="read,write,admin").key
-        added = client.post("/v1/memories", headers=_bearer(key), json={
-            "user_id": "alice", "messages": ["we deploy with make ship", "I prefer pnpm"]})
-        assert added.status_code == 201
+        for path, body in [  # something in the store for the read routes to answer with
+            ("/v1/memories", {"user_id": "alice", "messages": ["we deploy with make ship",
+                                                             "I prefer pnpm"]}),
+            ("/v1/remember", {"user_id": "alice", "text": "the CI runs on two cores",
+                              "kind": "project"}),
+            ("/v1/do", {"user_id": "alice", "text": "remind me tomorrow to rotate the keys"}),
+            ("/v1/shares", {"user_id": "alice", "grantee": "bob"}),
+        ]:
+            seeded = client.post(path, headers=_bearer(key), json=body)
+            assert seeded.status_code in (200, 201), seeded.text
         yield Served(memory, client, str(client.base_url).rstrip("/"), key)
 
 
@@ -102,13 +109,21 @@ def exercise(served: Served, *, key: str | None, examples: int,
     requests and check each answer; every operation runs, and each failure names its own."""
     headers = _bearer(key) if key else None
     run = Run()
-    for result in _schema(served).get_all_operations():
+    api = _schema(served)
+    for result in api.get_all_operations():
         operation = result.ok()
         run.operations += 1
-        for mode in (schemathesis.GenerationMode.POSITIVE, schemathesis.GenerationMode.NEGATIVE):
+        # the spec's own examples once each, then generated valid and invalid requests
+        passes = [(strategy, 1, "example") for strategy in api.get_strategies_from_examples(operation)]
+        # (each answer of the event stream is read for a second: it takes only org and user)
+        count = min(examples, 4) if operation.path == STREAM else examples
+        passes += [(operation.as_strategy(generation_mode=mode), count, mode.value)
+                   for mode in (schemathesis.GenerationMode.POSITIVE,
+                                schemathesis.GenerationMode.NEGATIVE)]
+        for strategy, count, kind in passes:
 
-            @given(case=operation.as_strategy(generation_mode=mode))
-            @settings(BOUNDED, max_examples=examples)
+            @given(case=strategy)
+            @settings(BOUNDED, max_examples=count)
             def send(case: Any) -> None:
                 response = case.call(base_url=served.url, headers=headers)
                 run.requests += 1
@@ -123,7 +138,7 @@ def exercise(served: Served, *, key: str | None, examples: int,
             except Unsatisfiable:
                 run.no_invalid.append(operation.label)
             except (Exception, schemathesis.errors.FailureGroup) as exc:
-                run.failures.append(f"{operation.label} ({mode.value}): {exc}")
+                run.failures.append(f"{operation.label} ({kind}): {exc}")
     return run
 
 
