@@ -16,17 +16,16 @@ from typing import Any
 import fastapi.routing
 import httpx
 import pytest
+import schemathesis
 from hypothesis import HealthCheck, given, settings
 from hypothesis.errors import Unsatisfiable
 from server_support import StandInOpenAI, service
 
-schemathesis = pytest.importorskip("schemathesis")
-
-from remem import Memory  # noqa: E402
-from remem.config import ServerConfig  # noqa: E402
-from remem.serve import create_app  # noqa: E402
-from remem.serve.keys import KeyStore  # noqa: E402
-from remem.serve.schemas import ErrorBody  # noqa: E402
+from remem import Memory
+from remem.config import ServerConfig
+from remem.serve import create_app
+from remem.serve.keys import KeyStore
+from remem.serve.schemas import ErrorBody
 
 WITH_KEY = 20  # examples per operation and mode (valid, invalid) with a key
 WITHOUT_KEY = 4  # ... and without one
