@@ -55,6 +55,16 @@ def test_every_rest_request_is_recorded_with_its_key_and_read_back_inside_the_wa
                    client.get("/v1/audit", headers=bearer(other.key)).json()["items"])
 
 
+def test_a_request_whose_path_holds_control_characters_is_recorded_escaped(tmp_path: Path) -> None:
+    with service(tmp_path / "m.db") as (memory, client):
+        assert client.get("/v1/memories/e_%01%C3%A9x").status_code == 404
+        assert client.get("/v1/nowhere%07").status_code == 404
+        entries = list(memory.audit(limit=10))
+        assert [(e.action, e.target, e.status) for e in reversed(entries)] == [
+            ("GET /v1/memories/{memory_id}", "e_\\x01éx", 404),
+            ("GET /v1/nowhere\\x07", None, 404)]
+
+
 def test_mcp_tool_calls_are_recorded(tmp_path: Path) -> None:
     pytest.importorskip("mcp")
     from mcp.client._memory import InMemoryTransport

@@ -154,6 +154,9 @@ def test_a_raw_episode_cannot_be_edited(api: Api) -> None:
     ("POST", "/v1/events", {"events": [{"type": "teleport"}]}, 422, "invalid_field", "events[0].type"),
     ("POST", "/v1/search", {"query": "x", "k": 0}, 422, "invalid_request", "body.k"),
     ("POST", "/v1/search", {"query": ""}, 422, "invalid_field", "query"),
+    ("GET", "/v1/memories?users_id=alice", None, 422, "invalid_request", "query.users_id"),
+    ("GET", "/v1/jobs?limit=5&limit=500", None, 422, "invalid_request", "more than once"),
+    ("POST", "/v1/search?k=3", {"query": "x"}, 422, "invalid_request", "query.k"),
     ("GET", "/v1/nowhere", None, 404, "route_not_found", "/v1/nowhere"),
     ("PUT", "/v1/health", None, 405, "method_not_allowed", "PUT"),
 ])
@@ -167,6 +170,12 @@ def test_errors_are_json_with_a_stable_code_and_a_helpful_message(
     error = response.json()["error"]
     assert error["code"] == code
     assert says in error["message"]
+
+
+def test_a_repeatable_query_parameter_takes_several_values(shared_api: Api) -> None:
+    _, client = shared_api
+    listed = client.get("/v1/memories?kinds=fact&kinds=preference&include_episodes=true")
+    assert listed.status_code == 200, listed.text
 
 
 def test_a_bad_message_in_a_batch_writes_nothing(api: Api) -> None:

@@ -5,7 +5,7 @@ from __future__ import annotations
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 
-from fastapi import FastAPI
+from fastapi import Depends, FastAPI
 
 from .. import __version__
 from ..config import ServerConfig
@@ -21,6 +21,7 @@ from .keys import KeyStore
 from .limits import BodyLimit
 from .log_routes import log_routes
 from .proxy import ChatProxy, proxy_routes
+from .query import strict_query
 from .routes import memory_routes, service_routes
 from .share_routes import share_routes
 from .ui import install_console
@@ -62,14 +63,10 @@ def create_app(memory: Memory, *, config: ServerConfig | None = None) -> FastAPI
     app.add_middleware(AuditTrail, memory=memory)
     app.add_middleware(BodyLimit, max_bytes=config.max_body_bytes)
     app.add_middleware(HostGuard, hosts=allowed_hosts(config.host, config.allowed_hosts))
-    app.include_router(service_routes(memory, auth, keys))
-    app.include_router(memory_routes(memory, auth, hub))
-    app.include_router(agent_routes(memory, auth))
-    app.include_router(do_routes(memory, auth))
-    app.include_router(log_routes(memory, auth))
-    app.include_router(share_routes(memory, auth))
-    app.include_router(audit_routes(memory, auth))
-    app.include_router(event_routes(hub, auth))
-    app.include_router(proxy_routes(proxy, auth))
+    for router in (service_routes(memory, auth, keys), memory_routes(memory, auth, hub),
+                   agent_routes(memory, auth), do_routes(memory, auth), log_routes(memory, auth),
+                   share_routes(memory, auth), audit_routes(memory, auth), event_routes(hub, auth),
+                   proxy_routes(proxy, auth)):
+        app.include_router(router, dependencies=[Depends(strict_query)])
     install_console(app, memory, auth)
     return app

@@ -3,6 +3,7 @@ which key, what, when, how it ended), and ``GET /v1/audit`` reads it inside the 
 
 
 import logging
+import unicodedata
 from collections.abc import Callable
 from typing import Annotated, Any
 
@@ -54,7 +55,7 @@ class AuditTrail:
         target = next((str(v) for k, v in params.items() if k.endswith("id")), None)
         try:
             self.memory.record_access(
-                door="rest", action=action, target=target, status=status,
+                door="rest", action=_storable(action), target=_storable(target), status=status,
                 org_id=who.org_id if who is not None else None,
                 user_id=who.user_id if who is not None else None,
                 actor=(who.user_id or (f"org:{who.org_id}" if who.org_id else "single-user"))
@@ -62,6 +63,16 @@ class AuditTrail:
                 key_id=who.key_id if who is not None else None)
         except Exception:  # the answer goes out all the same; the log says why
             log.exception("could not record %s in the audit log", action)
+
+
+def _storable(value: str | None) -> str | None:
+    """``value`` with its control characters and lone surrogates escaped (``\\x01``): a
+    request can put anything in its path, and it is recorded all the same, showing what
+    was asked for."""
+    if value is None:
+        return None
+    return "".join(c.encode("unicode_escape").decode("ascii")
+                   if unicodedata.category(c) in ("Cc", "Cs") else c for c in value)
 
 
 class AuditPage(BaseModel):

@@ -19,6 +19,7 @@ from starlette.concurrency import run_in_threadpool
 from ..memory import Memory
 from ..model import AddResult, MemoryItem
 from .auth import Authenticator, Principal
+from .schemas import AUTH_ERRORS
 
 __all__ = ["EventHub", "event_routes"]
 
@@ -172,7 +173,7 @@ def event_routes(hub: EventHub, auth: Authenticator, *, keepalive_s: float = 15.
     @router.get(
         "/events/stream",
         response_class=StreamingResponse,
-        responses={200: {"content": {"text/event-stream": {}},
+        responses={**AUTH_ERRORS, 200: {"content": {"text/event-stream": {}},
                          "description": "server-sent events: `ingest` (episodes stored) and "
                          "`ready` (their background work done), JSON in `data`"}},
     )

@@ -24,6 +24,7 @@ from ..model import Context
 from .auth import Authenticator, Principal
 from .errors import ApiError
 from .events import EventHub
+from .schemas import AUTH_ERRORS, error_responses
 
 __all__ = ["ChatMessage", "ChatProxy", "ChatRequest", "plain", "proxy_routes", "with_memory"]
 
@@ -297,11 +298,12 @@ def proxy_routes(proxy: ChatProxy, auth: Authenticator) -> APIRouter:
 
     @router.post(
         "/chat/completions",
-        responses={200: {"content": {"application/json": {}, "text/event-stream": {}},
-                         "description": "the upstream model's answer, unchanged"},
-                   400: {"description": "no user to remember for"},
-                   502: {"description": "the upstream model failed or could not be reached"},
-                   503: {"description": "no upstream model is configured"}},
+        responses={**AUTH_ERRORS, **error_responses(
+                       (400, "no user to remember for, or the body is not valid JSON"),
+                       (502, "the upstream model failed or could not be reached"),
+                       (503, "no upstream model is configured, or the store is closed")),
+                   200: {"content": {"application/json": {}, "text/event-stream": {}},
+                         "description": "the upstream model's answer, unchanged"}},
     )
     async def chat(
         body: ChatRequest,

@@ -3,7 +3,7 @@ caller's org (and user)."""
 
 
 from collections.abc import Callable
-from typing import Annotated, Any
+from typing import Annotated
 
 from fastapi import APIRouter, Body, Depends, Path, Query
 
@@ -15,10 +15,12 @@ from .errors import ApiError
 from .events import EventHub
 from .keys import KeyStore
 from .schemas import (
+    AUTH_ERRORS,
+    DOOR_ERRORS,
+    ERRORS,
     AddEventsRequest,
     AddRequest,
     Deleted,
-    ErrorBody,
     Flushed,
     FlushRequest,
     ForgetRequest,
@@ -29,18 +31,10 @@ from .schemas import (
     SearchRequest,
     SearchResponse,
     UpdateRequest,
+    error_responses,
 )
 
-__all__ = ["memory_routes", "service_routes"]
-
-ERRORS: dict[int | str, dict[str, Any]] = {
-    status: {"model": ErrorBody, "description": text} for status, text in [
-        (401, "no API key, or one that is not valid or was revoked"),
-        (403, "the key lacks the scope, or asks for another org or user"),
-        (404, "no memory with this id in the caller's scope"),
-        (422, "a field of the request is not valid; the message names it"),
-    ]
-}
+__all__ = ["ERRORS", "memory_routes", "service_routes"]
 
 MemoryId = Annotated[str, Path(description="a memory or episode id, e.g. e_01a2...")]
 OrgQ = Annotated[str | None, Query(description="default: the key's org, or 'default'")]
@@ -67,12 +61,13 @@ def service_routes(memory: Memory, auth: Authenticator, keys: KeyStore) -> APIRo
     read: Callable[..., Principal] = auth.require("read")
     admin: Callable[..., Principal] = auth.require("admin")
 
-    @router.get("/health")
+    @router.get("/health", responses=DOOR_ERRORS)
     def health() -> Health:
         """The process is up (no key needed)."""
         return Health(version=__version__)
 
-    @router.get("/ready", responses={**ERRORS, 503: {"model": ErrorBody}})
+    @router.get("/ready", responses={**AUTH_ERRORS, **error_responses(
+        (503, "the store cannot be read, or is closed"))})
     def ready(who: Annotated[Principal, Depends(read)]) -> Ready:
         """The store opens and answers."""
         try:
@@ -84,7 +79,7 @@ def service_routes(memory: Memory, auth: Authenticator, keys: KeyStore) -> APIRo
         return Ready(embedder=embedder, embed_backlog=backlog,
                      auth="api_keys" if who.key_id else "single_user")
 
-    @router.get("/stats", responses=ERRORS)
+    @router.get("/stats", responses=AUTH_ERRORS)
     def stats(who: Annotated[Principal, Depends(admin)]) -> Stats:
         """Counts of what the key may see (admin): its org's, or its user's when the key is
         confined to one user; without keys (single-user mode), the whole store's."""

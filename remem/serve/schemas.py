@@ -14,6 +14,9 @@ from pydantic import BaseModel, ConfigDict, Field
 from ..model import HistoryEntry, Hit, MemoryItem
 
 __all__ = [
+    "AUTH_ERRORS",
+    "DOOR_ERRORS",
+    "ERRORS",
     "AddEventsRequest",
     "AddRequest",
     "Deleted",
@@ -30,6 +33,7 @@ __all__ = [
     "SearchRequest",
     "SearchResponse",
     "UpdateRequest",
+    "error_responses",
 ]
 
 
@@ -170,3 +174,27 @@ class ErrorBody(BaseModel):
     """Every error response."""
 
     error: ErrorDetail
+
+
+def error_responses(*statuses: tuple[int, str]) -> dict[int | str, dict[str, Any]]:
+    """OpenAPI ``responses`` for these ``(status, description)`` pairs, each in the error shape."""
+    return {status: {"model": ErrorBody, "description": text} for status, text in statuses}
+
+
+# What any route may answer before it runs: the body limit, the host guard, the query
+# check, the server's state.
+DOOR_ERRORS = error_responses(
+    (400, "the body is not valid JSON, or its Content-Length is not a number"),
+    (403, "the Host or Origin header does not name this server"),
+    (413, "the body is over the server's size limit"),
+    (422, "a field or query parameter of the request is not valid, unknown, or given twice; "
+          "the message names it"),
+    (503, "the store is closed or cannot be reached"),
+)
+AUTH_ERRORS = {**DOOR_ERRORS, **error_responses(
+    (401, "no API key, or one that is not valid or was revoked"),
+    (403, "the key lacks the scope, or asks for another org or user; or the Host or Origin "
+          "header does not name this server"),
+)}
+ERRORS = {**AUTH_ERRORS, **error_responses(
+    (404, "no memory (or job, or grant) with this id in the caller's scope"))}
