@@ -259,10 +259,10 @@ def _unsupported(cand: Candidate, sources: list[str], min_support: float,
     if share == 0.0 and not missing:
         return "has no content words to check"
     text = _DATE_WORDS.sub(" ", cand.text) if cand.event_time else cand.text
-    values = missing_values(text, sources, cand.subject)
+    values = missing_values(text, sources, cand.subject, _TEMPLATE)
     if values:
         return f"not supported by its sources: they do not state {', '.join(values[:8])}"
-    flipped = flipped_negation(text, sources)
+    flipped = flipped_negation(text, sources, cand.subject, _TEMPLATE)
     if flipped:
         return f"not supported by its sources: {flipped!r} reverses what they say"
     if share >= min_support:

@@ -29,11 +29,11 @@ _CJK = "\u3040-\u30ff\u3400-\u4dbf\u4e00-\u9fff\uac00-\ud7af\uf900-\ufaff"
 _TOKEN = re.compile(rf"[{_CJK}]+|[^\W_{_CJK}](?:[\w'’.\-/@+*]*[^\W{_CJK}])?", re.UNICODE)
 _CJK_CHAR = re.compile(f"[{_CJK}]")
 # clause boundaries: punctuation, and the conjunctions that start a new statement
-_CLAUSE = re.compile(r"[,;:!?。，；：！？、\n—()（）]|\.(?=\s|$)|\s(?:and|but|though|although|so)\s"
+_CLAUSE = re.compile(r"[,;!?。，；：！？、\n—()（）]|\.(?=\s|$)|\s(?:and|but|though|although|so)\s"
                      r"|(?=\b(?:rather than|instead of)\b)|(?=而非|而不是|不过|但是)")
 # negation: negators, and the verbs that negate what follows (an extractor's own
 # "dislikes"/"hates" stand for a speaker's "can't stand")
-_NEG_EN = re.compile(r"\b(?:not|no|never|nobody|none|nothing|neither|nor|without|cannot|"
+_NEG_EN = re.compile(r"\bcannot|\b(?:not|no|never|nobody|none|nothing|neither|nor|without|"
                      r"rather than|instead of|hates?|hated|dislikes?|disliked|detests?|"
                      r"loathes?|stop(?:s|ped)?|drop(?:s|ped)?)\b|n['’]t\b", re.IGNORECASE)
 _NEG_ZH = re.compile(r"[不没别未无非勿莫]|讨厌|厌恶|反感|停止|放弃|取消")
@@ -172,17 +172,24 @@ def _names(text: str) -> list[str]:
     return out
 
 
-def missing_values(candidate: str, sources: Sequence[str], subject: str = "") -> list[str]:
-    """The numbers and names the candidate states that none of its sources does."""
+def missing_values(candidate: str, sources: Sequence[str], subject: str = "",
+                   exempt: frozenset[str] = frozenset()) -> list[str]:
+    """The numbers and names the candidate states that none of its sources does.
+
+    The subject's name (also as a possessive) and the ``exempt`` words (an extractor's own
+    wording, such as "e.g.") are not checked."""
     joined = " ".join(sources)
     known_numbers = _numbers(joined)
     missing = [n for n in sorted(_numbers(candidate)) if not _covers(n, known_numbers)]
     known = {stem(t.raw) for t in tokens(joined) if not t.cjk}
     low = joined.lower()
     for name in _names(candidate):
-        if name.lower() == subject.lower() or _NUMBER.fullmatch(name):
+        bare = re.sub(r"['’]s$", "", name)
+        if bare.lower() == subject.lower() or _NUMBER.fullmatch(name):
             continue
-        pieces = [stem(p) for p in re.split(r"[\W_]+", name) if p and not p.isdigit()]
+        pieces = [stem(p) for p in re.split(r"[\W_]+", bare) if p and not p.isdigit()]
+        if pieces and all(p in exempt for p in pieces):
+            continue
         if (name.lower() not in low and stem(name) not in known
                 and not (pieces and all(p in known or p in low for p in pieces))):
             missing.append(name)
@@ -194,23 +201,26 @@ def shared(a: Sequence[Token], b: Sequence[Token]) -> set[str]:
     return {t.text for t in content(a)} & {t.text for t in content(b)}
 
 
-def flipped_negation(candidate: str, sources: Sequence[str]) -> str | None:
-    """The candidate's clause whose best matching source clause has the other polarity.
+def flipped_negation(candidate: str, sources: Sequence[str], subject: str = "",
+                     exempt: frozenset[str] = frozenset()) -> str | None:
+    """The candidate's clause that the source clauses it draws on all say the other way.
 
-    Each clause of the candidate is matched with the source clauses that share the most
-    content tokens with it (two at least, or all of a shorter clause); when every one of
-    them has the opposite polarity (negated against plain), the clause is returned.
+    A candidate clause draws on the source clauses that share enough content tokens with
+    it (two, or one for a clause of fewer than three); when it draws on some and every one
+    of them has the opposite polarity (negated against plain), the clause is returned. A
+    clause that joins two statements ("fails when Postgres is not running") is backed when
+    any of them has its polarity. The subject's name and the ``exempt`` words (an
+    extractor's own wording) do not count as shared tokens.
     """
     source_clauses = [c for s in sources for c in clauses_of(s)]
+    named = {t.text for t in tokens(subject)} | exempt
     for clause in clauses_of(candidate):
-        mine = content(clause.tokens)
+        mine = {t.text for t in content(clause.tokens)} - named
         if not mine:
             continue
-        overlaps = [(len(shared(clause.tokens, sc.tokens)), sc) for sc in source_clauses]
-        best = max((n for n, _ in overlaps), default=0)
-        if best < 1:
-            continue
-        matched = [sc for n, sc in overlaps if n == best]
-        if all((sc.negations > 0) != (clause.negations > 0) for sc in matched):
+        need = 2 if len(mine) >= 3 else 1
+        drawn = [sc for sc in source_clauses
+                 if len(shared(clause.tokens, sc.tokens) - named) >= need]
+        if drawn and all((sc.negations > 0) != (clause.negations > 0) for sc in drawn):
             return clause.text.strip()
     return None
