@@ -72,7 +72,7 @@ def _refs(clause: Clause, upto: int, names: Sequence[str]) -> list[tuple[int, st
             out.append((at, "second", word))
         elif _THIRD.match(word):
             out.append((at, "third", word))
-        elif word[0].isupper() and text[:m.start()].strip():
+        elif word[0].isupper() and re.search(r"\w", text[:m.start()]):
             out.append((at, "name", word))  # a capital inside a clause: a name
     for m in _ZH_REF.finditer(text):
         at = clause.start + m.start()

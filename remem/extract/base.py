@@ -258,6 +258,10 @@ def _unsupported(cand: Candidate, sources: list[str], min_support: float,
     share, missing = support(cand, sources)
     if share == 0.0 and not missing:
         return "has no content words to check"
+    if share < min_support and not _close(cand.text, sources, share, min_support, embedder,
+                                          min_similarity):
+        return (f"not supported by its sources: {share:.0%} of its content words appear "
+                f"there (need {min_support:.0%}); missing: {', '.join(missing[:8])}")
     text = _DATE_WORDS.sub(" ", cand.text) if cand.event_time else cand.text
     values = missing_values(text, sources, cand.subject, _TEMPLATE)
     if values:
@@ -265,15 +269,17 @@ def _unsupported(cand: Candidate, sources: list[str], min_support: float,
     flipped = flipped_negation(text, sources, cand.subject, _TEMPLATE)
     if flipped:
         return f"not supported by its sources: {flipped!r} reverses what they say"
-    if share >= min_support:
-        return None
-    if embedder is not None and share >= min_support / 2:
-        vectors = embedder.embed_passages([cand.text, *sources])
-        similarity = float(max(vectors[1:] @ vectors[0]))
-        if similarity >= min_similarity:
-            return None
-    return (f"not supported by its sources: {share:.0%} of its content words appear "
-            f"there (need {min_support:.0%}); missing: {', '.join(missing[:8])}")
+    return None
+
+
+def _close(text: str, sources: list[str], share: float, min_support: float,
+           embedder: Embedder | None, min_similarity: float) -> bool:
+    """True when a rewrite that shares too few words is as close in meaning to a source
+    as ``min_similarity`` (and shares at least half the words needed)."""
+    if embedder is None or share < min_support / 2:
+        return False
+    vectors = embedder.embed_passages([text, *sources])
+    return float(max(vectors[1:] @ vectors[0])) >= min_similarity
 
 
 def extract_checked(extractor: Extractor, episodes: Sequence[EpisodeIn], *,

@@ -201,13 +201,23 @@ def shared(a: Sequence[Token], b: Sequence[Token]) -> set[str]:
     return {t.text for t in content(a)} & {t.text for t in content(b)}
 
 
+def _negated(clause: Clause, words: set[str]) -> bool:
+    """True when a negator bears on ``words`` in the clause: in CJK text anywhere in it (a
+    fronted topic comes before its verb: "香菜我受不了"), else before the last of them."""
+    if any(t.cjk for t in clause.tokens):
+        return clause.negations > 0
+    last = max((t.start for t in clause.tokens if t.text in words), default=-1) - clause.start
+    return any(m.start() < last for m in _NEG_EN.finditer(clause.text))
+
+
 def flipped_negation(candidate: str, sources: Sequence[str], subject: str = "",
                      exempt: frozenset[str] = frozenset()) -> str | None:
     """The candidate's clause that the source clauses it draws on all say the other way.
 
     A candidate clause draws on the source clauses that share enough content tokens with
     it (two, or one for a clause of fewer than three); when it draws on some and every one
-    of them has the opposite polarity (negated against plain), the clause is returned. A
+    of them has the opposite polarity (negated against plain, for the words they share),
+    the clause is returned. A
     clause that joins two statements ("fails when Postgres is not running") is backed when
     any of them has its polarity. The subject's name and the ``exempt`` words (an
     extractor's own wording) do not count as shared tokens.
@@ -221,6 +231,7 @@ def flipped_negation(candidate: str, sources: Sequence[str], subject: str = "",
         need = 2 if len(mine) >= 3 else 1
         drawn = [sc for sc in source_clauses
                  if len(shared(clause.tokens, sc.tokens) - named) >= need]
-        if drawn and all((sc.negations > 0) != (clause.negations > 0) for sc in drawn):
+        if drawn and all(_negated(sc, shared(clause.tokens, sc.tokens))
+                         != _negated(clause, shared(clause.tokens, sc.tokens)) for sc in drawn):
             return clause.text.strip()
     return None
