@@ -137,6 +137,7 @@ def misattributed(text: str, subject: str, cited: Sequence[EpisodeIn],
         or any(subject.lower() in ep.text.lower() for ep in cited)
     if not named:
         return f"its subject {subject!r} neither speaks in nor is named by the turns it cites"
+    speaks = subject == "user" or any(_same(o.speaker, subject) for o in batch if not o.is_agent)
     own = [ep for ep in cited if not ep.is_agent and _same(ep.speaker, subject)]
     order = own + [ep for ep in cited if ep not in own]
     left = {t.text for t in cand}
@@ -161,13 +162,13 @@ def misattributed(text: str, subject: str, cited: Sequence[EpisodeIn],
         # another speaker's turn: only what it says of the subject, by name or as "you"
         if kind == "name" and _same(word, subject):
             continue
+        if not speaks and subject.lower() in clause.text.lower():
+            continue  # "My brother Sam just joined Shopify" is about Sam
         if kind == "addressee" and _addressed(ep, subject, batch):
             continue
         if kind == "third" and subject.lower() in ep.text.lower():
             continue
-        if kind == "third" and not _same(subject, "user") and not any(
-                _same(o.speaker, subject) for o in batch if not o.is_agent) and any(
-                subject.lower() in o.text.lower() for o in cited):
+        if kind == "third" and not speaks and any(subject.lower() in o.text.lower() for o in cited):
             continue  # "he did Boston" of the Kai an earlier cited turn names
         return f"it was {ep.speaker!r}, not {subject!r}, who said this"
     return None

@@ -239,7 +239,8 @@ def ground(candidates: Sequence[Candidate], episodes: Sequence[EpisodeIn], *,
                 f"cites episode(s) not in this batch: {', '.join(unknown)}")))
             continue
         sources = [texts[i] for i in cand.source_ids]
-        reason = _unsupported(cand, sources, min_support, embedder, min_similarity)
+        speakers = frozenset(w for e in episodes if not e.is_agent for w in words(e.speaker))
+        reason = _unsupported(cand, sources, min_support, embedder, min_similarity, speakers)
         if reason is None and attribution:
             cited = [by_id[i] for i in dict.fromkeys(cand.source_ids)]
             cited.sort(key=lambda e: list(by_id).index(e.id))
@@ -253,8 +254,10 @@ def ground(candidates: Sequence[Candidate], episodes: Sequence[EpisodeIn], *,
 
 
 def _unsupported(cand: Candidate, sources: list[str], min_support: float,
-                 embedder: Embedder | None, min_similarity: float) -> str | None:
-    """Why the sources do not back the candidate's content, or None."""
+                 embedder: Embedder | None, min_similarity: float,
+                 speakers: frozenset[str] = frozenset()) -> str | None:
+    """Why the sources do not back the candidate's content, or None. The names of the
+    batch's ``speakers`` are known without being said ("Bob's brother" in Bob's turn)."""
     share, missing = support(cand, sources)
     if share == 0.0 and not missing:
         return "has no content words to check"
@@ -263,7 +266,7 @@ def _unsupported(cand: Candidate, sources: list[str], min_support: float,
         return (f"not supported by its sources: {share:.0%} of its content words appear "
                 f"there (need {min_support:.0%}); missing: {', '.join(missing[:8])}")
     text = _DATE_WORDS.sub(" ", cand.text) if cand.event_time else cand.text
-    values = missing_values(text, sources, cand.subject, _TEMPLATE)
+    values = missing_values(text, sources, cand.subject, _TEMPLATE | speakers)
     if values:
         return f"not supported by its sources: they do not state {', '.join(values[:8])}"
     flipped = flipped_negation(text, sources, cand.subject, _TEMPLATE)
