@@ -21,6 +21,7 @@ from typing import Any, Literal, Protocol
 
 from pydantic import BaseModel, ConfigDict, Field, TypeAdapter
 
+from ..embed.base import Embedder
 from ..model import (
     KINDS,
     AgentEvent,
@@ -32,7 +33,6 @@ from ..model import (
     TaskStart,
     ToolCall,
 )
-from ..embed.base import Embedder
 from ..text import STOPWORDS, words
 from .evidence import flipped_negation, missing_values
 
