@@ -41,11 +41,10 @@ _NOT_A_PERSON = {"project", "environment"}
 
 
 def _person(subject: str, episodes: Sequence[EpisodeIn]) -> bool:
-    """True when the subject names a person (the user, a speaker, someone named)."""
+    """True when the subject names a person, not the project or the environment."""
     low = subject.strip().lower()
-    if low in _NOT_A_PERSON or any(ep.project and ep.project.lower() == low for ep in episodes):
-        return False
-    return True
+    return low not in _NOT_A_PERSON and not any(
+        ep.project and ep.project.lower() == low for ep in episodes)
 
 
 def _same(a: str, b: str) -> bool:

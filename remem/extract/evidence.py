@@ -137,17 +137,16 @@ def _numbers(text: str) -> set[str]:
 
 
 def _zh_number(run: str) -> int | None:
-    if run in ("一", "十百"):
-        return None
-    if "百" in run:
+    """A run of Chinese numerals up to 99 as a number ("六" 6, "二十八" 28); None for "一"
+    (mostly an article), hundreds, and runs such as "三四" (an estimate, not one number)."""
+    if run == "一" or "百" in run:
         return None
     if "十" in run:
         tens, _, ones = run.partition("十")
-        value = (_ZH_DIGITS.get(tens, 1) if tens else 1) * 10 + (_ZH_DIGITS.get(ones, 0) if ones else 0)
-        return value
-    if len(run) == 1:
-        return _ZH_DIGITS.get(run)
-    return None  # 一一, 三四 (approximate): not one number
+        if len(tens) > 1 or len(ones) > 1:
+            return None
+        return (_ZH_DIGITS.get(tens, 1) if tens else 1) * 10 + (_ZH_DIGITS.get(ones, 0) if ones else 0)
+    return _ZH_DIGITS.get(run) if len(run) == 1 else None
 
 
 def _covers(value: str, known: set[str]) -> bool:
