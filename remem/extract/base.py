@@ -21,6 +21,7 @@ from typing import Any, Literal, Protocol
 
 from pydantic import BaseModel, ConfigDict, Field, TypeAdapter
 
+from ..embed.base import Embedder
 from ..model import (
     KINDS,
     AgentEvent,
@@ -33,6 +34,7 @@ from ..model import (
     ToolCall,
 )
 from ..text import STOPWORDS, words
+from .evidence import flipped_negation, missing_values
 
 __all__ = [
     "KINDS",
@@ -148,6 +150,10 @@ _DATE_WORDS = re.compile(
     r"(?:January|February|March|April|May|June|July|August|September|October|November|"
     r"December) \d{4}\b|\bin \d{4}\b|\d{4}年(?:\d{1,2}月(?:\d{1,2}日)?)?(?:那周|那个周末|前后)?")
 _SUFFIX = re.compile(r"(?:'s|ies|es|s|ed|ing)$")
+_CJK_RUN = re.compile("[\u3040-\u30ff\u3400-\u4dbf\u4e00-\u9fff\uac00-\ud7af\uf900-\ufaff]+")
+#: How close in meaning (cosine of the bundled embedder's vectors) a rewrite must be to a
+#: cited turn to be kept when it shares too few words with it; set on the dev split.
+MIN_SIMILARITY = 0.95
 
 
 def _stem(word: str) -> str:
@@ -161,24 +167,55 @@ def _content(text: str) -> list[str]:
 
 
 def support(candidate: Candidate, sources: Sequence[str]) -> tuple[float, list[str]]:
-    """How much of the candidate's content its sources back: (share, missing words)."""
+    """How much of the candidate's content its sources back: (share, missing words).
+
+    Latin words count one each; CJK text counts by character, a character being backed
+    when one of the candidate's bigrams around it appears in a source (so "李娜在基础架构组"
+    is backed by "我转到基础架构组" except for the name, which the subject accounts for).
+    """
     text = _DATE_WORDS.sub(" ", candidate.text) if candidate.event_time else candidate.text
-    content = _content(text)
-    if not content:
+    latin = [w for w in words(_CJK_RUN.sub(" ", text)) if w not in STOPWORDS and w not in _TEMPLATE]
+    runs = _CJK_RUN.findall(text)
+    if not latin and not runs:
         return 0.0, []
     known = {_stem(w) for src in sources for w in words(src)}
     known |= {_stem(w) for w in words(candidate.subject)}
-    missing = [w for w in content if _stem(w) not in known]
-    return 1 - len(missing) / len(content), missing
+    missing = [w for w in latin if _stem(w) not in known]
+    total = len(latin)
+    for run in runs:
+        backed = [False] * len(run)
+        for i in range(len(run)):
+            gram = run[i:i + 2] if len(run) > 1 else run
+            if gram in known or gram in _TEMPLATE:
+                backed[i] = True
+                if i + 1 < len(run):
+                    backed[i + 1] = True
+        for i, ch in enumerate(run):
+            if ch in candidate.subject:
+                backed[i] = True
+        total += len(run)
+        missing.extend(ch for ch, ok in zip(run, backed, strict=True) if not ok)
+    if total == 0:
+        return 0.0, []
+    return 1 - len(missing) / total, missing
 
 
 def ground(candidates: Sequence[Candidate], episodes: Sequence[EpisodeIn], *,
-           min_support: float = 0.6) -> Extraction:
+           min_support: float = 0.6, embedder: Embedder | None = None,
+           min_similarity: float = MIN_SIMILARITY, attribution: bool = True) -> Extraction:
     """Keep the candidates their cited episodes support; refuse the others with a reason.
 
     A candidate is supported when at least ``min_support`` of its content words (CJK as
     character bigrams) appear in the texts of the episodes in its ``source_ids``. Function
-    words, the extractors' own wording and the speaker's name do not count.
+    words, the extractors' own wording and the speaker's name do not count. With an
+    ``embedder``, a rewrite that shares fewer words (but at least half of ``min_support``)
+    is kept when it is as close in meaning to a cited turn as ``min_similarity``.
+
+    Whatever the share, a candidate is refused when it states a number or a name its
+    sources do not (:func:`~remem.extract.evidence.missing_values`), turns a negated
+    statement into a plain one or back (:func:`~remem.extract.evidence.flipped_negation`),
+    or, with ``attribution``, is about someone other than who said or did it
+    (:func:`~remem.extract.attribution.misattributed`).
 
     Example::
 
@@ -186,7 +223,10 @@ def ground(candidates: Sequence[Candidate], episodes: Sequence[EpisodeIn], *,
         for r in result.rejected:
             print(r.reason)
     """
+    from .attribution import misattributed
+
     texts = {e.id: e.text for e in episodes}
+    by_id = {e.id: e for e in episodes}
     kept: list[Candidate] = []
     rejected: list[Rejected] = []
     for cand in candidates:
@@ -198,25 +238,61 @@ def ground(candidates: Sequence[Candidate], episodes: Sequence[EpisodeIn], *,
             rejected.append(Rejected(candidate=cand, reason=(
                 f"cites episode(s) not in this batch: {', '.join(unknown)}")))
             continue
-        share, missing = support(cand, [texts[i] for i in cand.source_ids])
-        if share == 0.0 and not missing:
-            rejected.append(Rejected(candidate=cand, reason="has no content words to check"))
-        elif share < min_support:
-            rejected.append(Rejected(candidate=cand, reason=(
-                f"not supported by its sources: {share:.0%} of its content words appear "
-                f"there (need {min_support:.0%}); missing: {', '.join(missing[:8])}")))
-        else:
+        sources = [texts[i] for i in cand.source_ids]
+        speakers = frozenset(w for e in episodes if not e.is_agent for w in words(e.speaker))
+        reason = _unsupported(cand, sources, min_support, embedder, min_similarity, speakers)
+        if reason is None and attribution:
+            cited = [by_id[i] for i in dict.fromkeys(cand.source_ids)]
+            cited.sort(key=lambda e: list(by_id).index(e.id))
+            wrong = misattributed(cand.text, cand.subject, cited, episodes)
+            reason = f"wrong subject: {wrong}" if wrong else None
+        if reason is None:
             kept.append(cand)
+        else:
+            rejected.append(Rejected(candidate=cand, reason=reason))
     return Extraction(candidates=kept, rejected=rejected)
 
 
+def _unsupported(cand: Candidate, sources: list[str], min_support: float,
+                 embedder: Embedder | None, min_similarity: float,
+                 speakers: frozenset[str] = frozenset()) -> str | None:
+    """Why the sources do not back the candidate's content, or None. The names of the
+    batch's ``speakers`` are known without being said ("Bob's brother" in Bob's turn)."""
+    share, missing = support(cand, sources)
+    if share == 0.0 and not missing:
+        return "has no content words to check"
+    if share < min_support and not _close(cand.text, sources, share, min_support, embedder,
+                                          min_similarity):
+        return (f"not supported by its sources: {share:.0%} of its content words appear "
+                f"there (need {min_support:.0%}); missing: {', '.join(missing[:8])}")
+    text = _DATE_WORDS.sub(" ", cand.text) if cand.event_time else cand.text
+    values = missing_values(text, sources, cand.subject, _TEMPLATE | speakers)
+    if values:
+        return f"not supported by its sources: they do not state {', '.join(values[:8])}"
+    flipped = flipped_negation(text, sources, cand.subject, _TEMPLATE)
+    if flipped:
+        return f"not supported by its sources: {flipped!r} reverses what they say"
+    return None
+
+
+def _close(text: str, sources: list[str], share: float, min_support: float,
+           embedder: Embedder | None, min_similarity: float) -> bool:
+    """True when a rewrite that shares too few words is as close in meaning to a source
+    as ``min_similarity`` (and shares at least half the words needed)."""
+    if embedder is None or share < min_support / 2:
+        return False
+    vectors = embedder.embed_passages([text, *sources])
+    return float(max(vectors[1:] @ vectors[0])) >= min_similarity
+
+
 def extract_checked(extractor: Extractor, episodes: Sequence[EpisodeIn], *,
-                    min_support: float = 0.6) -> Extraction:
+                    min_support: float = 0.6, embedder: Embedder | None = None) -> Extraction:
     """Run ``extractor`` on ``episodes`` and :func:`ground` what it proposes.
 
     Refusals are logged (counts and reasons at INFO, the text only at DEBUG) and returned.
     """
-    result = ground(extractor.extract(episodes), episodes, min_support=min_support)
+    result = ground(extractor.extract(episodes), episodes, min_support=min_support,
+                    embedder=embedder)
     for r in result.rejected:
         logger.info("extraction: refused a %s candidate from rule %s: %s",
                     r.candidate.kind, r.candidate.rule, r.reason.split(":")[0])

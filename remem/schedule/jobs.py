@@ -12,6 +12,7 @@ from collections.abc import Sequence
 from typing import Any
 
 from ..config import AgentConfig
+from ..embed.base import Embedder
 from ..extract.base import EpisodeIn, Extractor, extract_checked
 from ..model import Candidate, MemoryItem, Scope
 from ..organize.agent import MemoryAgent, shared_scope
@@ -23,9 +24,10 @@ __all__ = ["candidates", "decay_handler", "extract_handler"]
 
 
 def candidates(store: Store, extractor: Extractor | None, episode_ids: Sequence[str],
-               context_turns: int) -> list[tuple[Scope, Candidate, str]]:
+               context_turns: int, embedder: Embedder | None = None,
+               ) -> list[tuple[Scope, Candidate, str]]:
     """The grounded candidates of these episodes, each with the scope its memory belongs
-    to and the text of the turns it came from. Reads only."""
+    to and the text of the turns it came from (``embedder`` judges rewrites). Reads only."""
     if extractor is None:
         return []
     batch = [i for i in store.items_by_id(episode_ids) if i.is_episode and i.status == "active"]
@@ -42,7 +44,7 @@ def candidates(store: Store, extractor: Extractor | None, episode_ids: Sequence[
         fresh = {i.id for i in group}
         episodes = [EpisodeIn.from_item(i) for i in [*context, *group]]
         texts = {e.id: e.text for e in episodes}
-        for cand in extract_checked(extractor, episodes).candidates:
+        for cand in extract_checked(extractor, episodes, embedder=embedder).candidates:
             if fresh & set(cand.source_ids):  # what the context alone says was handled before
                 evidence = " ".join(texts.get(s, "") for s in cand.source_ids)
                 scope = shared_scope(group[0])
@@ -58,7 +60,8 @@ def extract_handler(store: Store, extractor: Extractor | None, agent: MemoryAgen
     def run(job: Job) -> None:
         ids = [str(i) for i in job.payload.get("episodes", [])]
         # the extractor (maybe an LLM) and the embedder are slow: outside the transaction
-        prepared = agent.prepare(candidates(store, extractor, ids, agent.config.context_turns), ids)
+        prepared = agent.prepare(candidates(store, extractor, ids, agent.config.context_turns,
+                                            agent.embedder), ids)
         with store.transaction():
             store.finish_job(job, agent.apply(prepared, ids))
 
