@@ -54,12 +54,11 @@ from .model import (
     TopicNode,
     new_id,
     render_event,
-    utcnow,
 )
 from .organize.agent import MemoryAgent, maturity_for, shared_scope
-from .organize.topics import MindMap
 from .organize.skills import render_skill_md
 from .organize.team import TeamPlan, team_plan
+from .organize.topics import MindMap
 from .retrieve import Retriever
 from .retrieve.context import CORE_KINDS, ContextOptions, build_context, core_memories
 from .schedule import (
@@ -592,7 +591,7 @@ class Memory(SharingMethods):
             as_of=as_of_ts,
         )
         # "yesterday" is a UTC day, with or without as_of, as naive times are UTC
-        now = utcnow() if as_of_ts is None else datetime.fromtimestamp(as_of_ts, timezone.utc)
+        now = datetime.fromtimestamp(self.clock() if as_of_ts is None else as_of_ts, timezone.utc)
         hits = self.retriever(query, scope=scope, filters=filters, k=k,
                               budget_tokens=budget_tokens, now=now)
         if include_shared and budget_tokens is None:
@@ -837,7 +836,7 @@ class Memory(SharingMethods):
         shared = shared_scope_of(scope).model_copy(update={"nested": True})
         found = self.store.derived(shared, CORE_KINDS, limit=2000)
         core = due + core_memories(found, self.store.use_stats([m.id for m in found]),
-                                   now=time.time(), idle_days=self.config.agent.core_idle_days)
+                                   now=self.clock(), idle_days=self.config.agent.core_idle_days)
 
         def search(tokens: int) -> builtins.list[Hit]:
             assert query is not None

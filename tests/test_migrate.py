@@ -3,6 +3,7 @@ with every table's rows, and a second run changes nothing."""
 
 from __future__ import annotations
 
+import time
 from pathlib import Path
 
 import pytest
@@ -13,6 +14,9 @@ from remem.cli import app
 from remem.migrate import migrate
 
 HASH = Config(embedder="hash")
+#: one present for every store, so that recency scores the same before and after a move
+_NOW = time.time() + 86400
+CLOCK = {"clock": lambda: _NOW}
 QUERIES = ["how do we deploy?", "which package manager", "部署", "lunch", "redis cache"]
 
 
@@ -37,7 +41,7 @@ def answers(m: Memory) -> list[list[tuple[str, tuple[str, ...]]]]:
 
 def test_a_store_goes_to_postgresql_and_back_and_answers_the_same(tmp_path: Path, pg_url: str) -> None:
     source = tmp_path / "source.db"
-    with Memory(source, config=HASH) as m:
+    with Memory(source, config=HASH, **CLOCK) as m:
         fill(m)
         before, stats, listed = answers(m), m.stats(), m.list(user_id="alice", include_inactive=True)
 
@@ -46,7 +50,7 @@ def test_a_store_goes_to_postgresql_and_back_and_answers_the_same(tmp_path: Path
     assert report.counts["vectors"] == stats.vectors > 0
     assert migrate(source, pg_url).counts == report.counts  # a second run copies nothing twice
 
-    with Memory(pg_url, config=HASH) as m:
+    with Memory(pg_url, config=HASH, **CLOCK) as m:
         assert m.stats().model_dump(exclude={"path", "size_bytes", "schema_version"}) == \
             stats.model_dump(exclude={"path", "size_bytes", "schema_version"})
         assert [i.id for i in m.list(user_id="alice", include_inactive=True)] == [i.id for i in listed]
@@ -61,12 +65,12 @@ def test_a_store_goes_to_postgresql_and_back_and_answers_the_same(tmp_path: Path
 
     back = tmp_path / "back.db"
     migrate(pg_url, f"sqlite:///{back}")
-    with Memory(back, config=HASH) as m:
+    with Memory(back, config=HASH, **CLOCK) as m:
         again = answers(m)
     assert [sorted(hits) for hits in again] == [sorted(hits) for hits in before]
     assert ranked(again) == ranked(before)
 
-    with Memory(pg_url, config=HASH) as m:
+    with Memory(pg_url, config=HASH, **CLOCK) as m:
         m.add("a turn written after the move", user_id="alice")  # new rows get new ids
         assert m.flush(timeout=30)
         assert m.search("written after the move", user_id="alice", k=1)[0].memory.text.lower() == \
@@ -77,7 +81,7 @@ def test_what_cannot_be_migrated_is_refused(tmp_path: Path, pg_url: str) -> None
     with pytest.raises(StoreError, match="holds no remem store"):
         migrate(tmp_path / "missing.db", pg_url)
     assert not (tmp_path / "missing.db").exists()
-    with Memory(tmp_path / "a.db", config=HASH) as m:
+    with Memory(tmp_path / "a.db", config=HASH, **CLOCK) as m:
         m.add("hello", user_id="alice")
     with Memory(pg_url, config=Config(embedder="hash", agent={"extractor": "off"})) as m:
         m.add("another store's data", user_id="bob")
