@@ -209,6 +209,12 @@ def test_a_title_does_not_end_the_sentence() -> None:
                                       "Then I'm back."]
 
 
+def test_initials_do_not_end_the_sentence_but_a_lone_capital_does() -> None:
+    said = units("Tim loves J.K. Rowling, her books are great. We use Plan B. Then we ship.")
+    assert [u.text for u in said] == ["Tim loves J.K. Rowling, her books are great.",
+                                      "We use Plan B.", "Then we ship."]
+
+
 def test_a_chinese_forget_request_finds_what_named_its_topic(mem: Memory) -> None:
     mem.add([{"role": "user", "content": "这个仓库的甲方是宏达物流，前端用 Vue 3。"},
              {"role": "assistant", "content": "好的，我记下了。"}],

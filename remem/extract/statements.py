@@ -76,10 +76,18 @@ def _sentences(text: str) -> list[str]:
                 continue
             if ch == "." and _TITLE.search(text, 0, i):  # "Dr. Okafor", "e.g. pnpm"
                 continue
+            if ch == "." and _initial(text, i):  # "J.K. Rowling"
+                continue
             out.append(text[start:i + 1])
             start = i + 1
     out.append(text[start:])
     return [s.strip() for s in out if s.strip(" \t\n.!?。！？；;")]
+
+
+def _initial(text: str, i: int) -> bool:
+    """Whether the full stop at ``i`` closes a run of initials ("J.K.", "U.S.")."""
+    return i >= 3 and text[i - 1].isupper() and text[i - 1].isascii() and text[i - 2] == "." \
+        and text[i - 3].isupper()
 
 
 def units(text: str) -> list[Unit]:
