@@ -19,7 +19,7 @@ from ..extract.heads import INTENTS, PAIR_LABELS, Reader
 from ..model import KINDS, MemoryItem
 from .similarity import content_words
 
-__all__ = ["Relation", "family", "forget_targets", "relate", "stems"]
+__all__ = ["Relation", "candidates", "family", "forget_targets", "relate", "stems"]
 
 _SUPERSEDE, _SAME, _COMPATIBLE, _FORGET, _KEEP = (PAIR_LABELS.index(x) for x in
                                                   ("supersede", "same", "compatible", "forget", "keep"))
@@ -64,8 +64,7 @@ def relate(reader: Reader, text: str, known: Sequence[MemoryItem], *, nearest: i
     the two must share a word in any case."""
     if not known:
         return []
-    sims = reader.similarity([m.text for m in known], text)
-    order = [int(i) for i in np.argsort(-sims, kind="stable")[:nearest] if sims[i] >= min_similarity]
+    order, sims = candidates(reader, text, known, nearest=nearest, min_similarity=min_similarity)
     if not order:
         return []
     probs_new = reader.read([text], ["user"])[0].intent_probs
@@ -106,6 +105,17 @@ def relate(reader: Reader, text: str, known: Sequence[MemoryItem], *, nearest: i
     # to Python 3.12" replaces "the etl runs on Python 3.10", not a note about a flaky test
     sharing = [r for r in found if _shares(r.memory.text, text)]
     return sorted(sharing or found, key=lambda r: (r.action == "unsure", -r.p * r.similarity))
+
+
+def candidates(reader: Reader, text: str, known: Sequence[MemoryItem], *, nearest: int = 6,
+               min_similarity: float = 0.78) -> tuple[list[int], np.ndarray]:
+    """The positions in ``known`` of the memories a new statement is compared with,
+    nearest first, and the similarity of every known memory to it."""
+    if not known:
+        return [], np.zeros(0, dtype=np.float32)
+    sims = reader.similarity([m.text for m in known], text)
+    order = [int(i) for i in np.argsort(-sims, kind="stable")[:nearest] if sims[i] >= min_similarity]
+    return order, sims
 
 
 #: Words the memory agent itself writes in for the speaker: shared, they say nothing.
