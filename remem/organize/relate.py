@@ -80,6 +80,12 @@ def relate(reader: Reader, text: str, known: Sequence[MemoryItem], *, nearest: i
             # a new value of the same attribute, however alike the rest reads
             label, row = _SUPERSEDE, row.copy()
             row[_SUPERSEDE] += row[_SAME]
+        if (label == _SAME and (change or said_change >= 0.5) and sims[i] < same_similarity
+                and _adds(known[i].text, text)):
+            # said as a change and naming something the old does not ("ruff replaced flake8
+            # and black"): not the same thing again, though it reads close to it
+            label, row = _SUPERSEDE, row.copy()
+            row[_SUPERSEDE] += row[_SAME]
         if (label == _COMPATIBLE and n == 0 and (change or said_change >= 0.5)
                 and sims[i] >= sure_similarity and _shares(known[i].text, text)):
             # said as a change ("auth has a new owner"), the nearest memory about the same
@@ -108,14 +114,29 @@ def relate(reader: Reader, text: str, known: Sequence[MemoryItem], *, nearest: i
 
 
 def candidates(reader: Reader, text: str, known: Sequence[MemoryItem], *, nearest: int = 6,
-               min_similarity: float = 0.78) -> tuple[list[int], np.ndarray]:
-    """The positions in ``known`` of the memories a new statement is compared with,
-    nearest first, and the similarity of every known memory to it."""
+               min_similarity: float = 0.78, naming: int = 3,
+               naming_similarity: float = 0.7) -> tuple[list[int], np.ndarray]:
+    """The positions in ``known`` of the memories a new statement is compared with, and
+    the similarity of every known memory to it: the ``nearest`` in meaning above
+    ``min_similarity``, then up to ``naming`` more that name what it names (a word, a
+    version, an entity) above the lower ``naming_similarity``, each part nearest first.
+    A short change ("now 1.30", "改成 Kafka 了") reads far in meaning from the memory it
+    changes, yet names the same thing."""
     if not known:
         return [], np.zeros(0, dtype=np.float32)
     sims = reader.similarity([m.text for m in known], text)
-    order = [int(i) for i in np.argsort(-sims, kind="stable")[:nearest] if sims[i] >= min_similarity]
-    return order, sims
+    ranked = [int(i) for i in np.argsort(-sims, kind="stable")]
+    order = [i for i in ranked[:nearest] if sims[i] >= min_similarity]
+    mine = _names(text)
+    named = [i for i in ranked if i not in order and sims[i] >= naming_similarity
+             and mine & _names(known[i].text, known[i].metadata.get("entities", []))]
+    return order + named[:naming], sims
+
+
+def _names(text: str, entities: Sequence[object] = ()) -> set[str]:
+    """The telling word stems of a text and its entities."""
+    words = content_words(text) | {str(e).lower() for e in entities}
+    return {w for w in stems(words - _SUBJECTS) if _telling(w)}
 
 
 #: Words the memory agent itself writes in for the speaker: shared, they say nothing.
@@ -126,6 +147,17 @@ def _swapped(old: str, new: str) -> bool:
     """Whether the new text is the old with one word put in place of another."""
     a, b = stems(content_words(old) - _SUBJECTS), stems(content_words(new) - _SUBJECTS)
     return len(a - b) == 1 and len(b - a) == 1 and len(a & b) >= 2
+
+
+def _adds(old: str, new: str) -> bool:
+    """Whether the new text names something the old does not: a word that can be a value."""
+    return any(_telling(w) for w in stems(content_words(new) - _SUBJECTS)
+               - stems(content_words(old) - _SUBJECTS))
+
+
+def _telling(word: str) -> bool:
+    """A word that can name a value: not a short English one ("go", "now")."""
+    return not word.isascii() or len(word) >= 4 or any(c.isdigit() for c in word)
 
 
 def _shares(a: str, b: str) -> bool:
