@@ -202,10 +202,15 @@ class MemoryAgent:
         if rels and rels[0].action == "same" and rels[0].memory.kind == cand.kind:
             return self._merge_or_refine(rels[0].memory, cand, session, metadata or {})
         # past the clearest one, only memories of the same kind: earlier versions of it;
-        # and a project's statement never replaces what holds for the user everywhere
+        # and a project's statement never replaces what holds for the user everywhere,
+        # unless it is the user's own (a wish, who they are) said again with a new value
+        personal = cand.kind in ("preference", "profile", "persona")
         replaced = [r.memory for n, r in enumerate(rels) if r.action == "supersede"
                     and (n == 0 or r.memory.kind == cand.kind)
-                    and not (scope.project is not None and r.memory.project is None)]
+                    and not (scope.project is not None and r.memory.project is None
+                             and not (personal and r.memory.kind == cand.kind))]
+        if replaced and scope.project is not None and all(m.project is None for m in replaced):
+            scope = scope.model_copy(update={"project": None})  # where the old value lived
         if cand.replaces_only and (not replaced or cand.kind in ("event", "skill")):
             return "dropped", ""  # a brief change of nothing known says nothing alone
         item = self._create(cand, scope, session, vector, metadata or {})
