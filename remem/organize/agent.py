@@ -205,8 +205,10 @@ class MemoryAgent:
         # and a project's statement never replaces what holds for the user everywhere,
         # unless it is the user's own (a wish, who they are) said again with a new value
         personal = cand.kind in ("preference", "profile", "persona")
+        # and what the same turn said is said beside it, not replaced by it
         replaced = [r.memory for n, r in enumerate(rels) if r.action == "supersede"
                     and (n == 0 or r.memory.kind == cand.kind)
+                    and not set(r.memory.sources) & set(cand.source_ids)
                     and not (scope.project is not None and r.memory.project is None
                              and not (personal and r.memory.kind == cand.kind))]
         if replaced and scope.project is not None and all(m.project is None for m in replaced):
