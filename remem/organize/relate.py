@@ -80,12 +80,6 @@ def relate(reader: Reader, text: str, known: Sequence[MemoryItem], *, nearest: i
             # a new value of the same attribute, however alike the rest reads
             label, row = _SUPERSEDE, row.copy()
             row[_SUPERSEDE] += row[_SAME]
-        if (label == _SAME and (change or said_change >= 0.5) and sims[i] < same_similarity
-                and _adds(known[i].text, text)):
-            # said as a change and naming something the old does not ("ruff replaced flake8
-            # and black"): not the same thing again, though it reads close to it
-            label, row = _SUPERSEDE, row.copy()
-            row[_SUPERSEDE] += row[_SAME]
         if (label == _COMPATIBLE and n == 0 and (change or said_change >= 0.5)
                 and sims[i] >= sure_similarity and _shares(known[i].text, text)):
             # said as a change ("auth has a new owner"), the nearest memory about the same
@@ -147,12 +141,6 @@ def _swapped(old: str, new: str) -> bool:
     """Whether the new text is the old with one word put in place of another."""
     a, b = stems(content_words(old) - _SUBJECTS), stems(content_words(new) - _SUBJECTS)
     return len(a - b) == 1 and len(b - a) == 1 and len(a & b) >= 2
-
-
-def _adds(old: str, new: str) -> bool:
-    """Whether the new text names something the old does not: a word that can be a value."""
-    return any(_telling(w) for w in stems(content_words(new) - _SUBJECTS)
-               - stems(content_words(old) - _SUBJECTS))
 
 
 def _telling(word: str) -> bool:
