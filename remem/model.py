@@ -239,6 +239,8 @@ class Candidate(BaseModel):
     about the work. ``rule`` names what produced it, for explanations. ``intent`` says
     whether it updates or corrects something known; ``level`` whether it holds for the
     user in every project (stored outside any project) or for this project.
+    ``replaces_only`` marks a change said too briefly to stand alone ("switched to tabs"):
+    it is kept only when it replaces a known memory.
     """
 
     model_config = ConfigDict(frozen=True, extra="forbid")
@@ -255,6 +257,7 @@ class Candidate(BaseModel):
     rule: str
     intent: Intent = "statement"
     level: Level = "project"
+    replaces_only: bool = False
 
 
 class JobInfo(BaseModel):

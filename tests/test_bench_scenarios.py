@@ -46,3 +46,23 @@ def test_the_command_writes_an_html_report_with_pass_rate_plots(tmp_path: Path) 
     assert "<figcaption>Pass rate per language" in text
     assert "<td>category:update</td>" in text and "<td>updates_superseded</td>" in text
     assert not re.search(r'(src|href)="(https?:)?//', text)
+
+
+def test_explain_counts_the_stage_that_lost_a_failed_update(tmp_path: Path) -> None:
+    # the "old value" was only small talk, so no memory held it: lost at the first stage
+    scenario = {"id": "x-update", "lang": "en", "category": "update", "user_id": "u1",
+                "project": "web", "sessions": [
+                    {"id": "s1", "time": "2026-03-02T10:00:00+00:00",
+                     "turns": [{"role": "user", "content": "haha ok, yarn again"}]},
+                    {"id": "s2", "time": "2026-03-09T10:00:00+00:00",
+                     "turns": [{"role": "user", "content": "We use pnpm for this project."}]}],
+                "probe": {"time": "2026-03-10T09:00:00+00:00", "query": None,
+                          "expect": ["pnpm"], "absent": ["yarn"], "superseded": "yarn"}}
+    data_file = tmp_path / "one.jsonl"
+    data_file.write_text(json.dumps(scenario) + "\n", encoding="utf-8")
+    result = CliRunner().invoke(app, ["bench", "scenarios", "--data", str(data_file), "--json",
+                                      "--no-progress", "--explain"])
+    assert result.exit_code == 0, result.output
+    data = json.loads(result.stdout)
+    assert data["explain"] == {"a_old_not_memory": 1}
+    assert [f["stage"] for f in data["failures"]] == ["a_old_not_memory"]

@@ -25,7 +25,7 @@ import json
 import re
 import sys
 import tempfile
-from collections import defaultdict
+from collections import Counter, defaultdict
 from collections.abc import Iterable
 from pathlib import Path
 from typing import Any
@@ -33,6 +33,7 @@ from typing import Any
 from ..config import Config
 from ..memory import Memory
 from ..model import MemoryItem
+from .explain import STAGES, stage
 
 __all__ = ["contains", "load", "probe", "run"]
 
@@ -136,8 +137,10 @@ def _rate(values: list[Any]) -> float | None:
 
 
 def run(data: str | Path, *, config: Config | None = None, limit: int | None = None,
-        progress: bool = False, show_blocks: bool = False) -> dict[str, Any]:
-    """Run every scenario in ``data``; figures overall, per category and per language."""
+        progress: bool = False, show_blocks: bool = False, explain: bool = False) -> dict[str, Any]:
+    """Run every scenario in ``data``; figures overall, per category and per language.
+    With ``explain``, each failed update, forget request or look-alike is traced to the
+    stage that lost it (:mod:`.explain`), and ``explain`` holds the counts per stage."""
     scenarios = load(data)[:limit]
     cfg = (config or Config.from_env())
     results = []
@@ -146,6 +149,8 @@ def run(data: str | Path, *, config: Config | None = None, limit: int | None = N
             with Memory(Path(tmp) / f"{n}.db", config=cfg) as m:
                 _feed(m, sc)
                 checks = probe(m, sc)
+                if explain:
+                    checks["_stage"] = stage(m, sc, checks, contains)
             results.append((sc, checks))
             if progress:
                 print(f"[{n}/{len(scenarios)}] {sc.get('id')}: "
@@ -163,6 +168,8 @@ def run(data: str | Path, *, config: Config | None = None, limit: int | None = N
                   or (k == "precision" and k in checks and checks[k] < 0.6)]
         if failed:
             row = {"id": sc.get("id"), "failed": failed, "expect": sc.get("probe", {}).get("expect")}
+            if checks.get("_stage"):
+                row["stage"] = checks["_stage"]
             if show_blocks:
                 row["block"] = checks["_block"]
             failures.append(row)
@@ -177,7 +184,9 @@ def run(data: str | Path, *, config: Config | None = None, limit: int | None = N
     kept = [c.get("start", True) for s, c in changes
             if not (s.get("probe", {}).get("superseded") or s.get("probe", {}).get("forgotten"))]
     leaks = sum(1 for _, c in results if c.get("leak") is False)
-    return {"data": str(data), "scenarios": len(results), "figures": figures,
+    stages = Counter(c["_stage"] for _, c in results if c.get("_stage"))
+    extra = {"explain": {k: stages[k] for k in STAGES if stages[k]}} if explain else {}
+    return extra | {"data": str(data), "scenarios": len(results), "figures": figures,
             "headline": {"session_start": figures.get("all", {}).get("start"),
                          "updates_superseded": _rate(update_ok), "forgets_honoured": _rate(forget_ok),
                          "look_alikes_kept": _rate(kept),

@@ -195,6 +195,9 @@ def scenarios(
     limit: Annotated[int | None, typer.Option(help="Only the first N scenarios.")] = None,
     blocks: Annotated[bool, typer.Option(
         "--blocks", help="List each failure with the context block the probe saw.")] = False,
+    explain: Annotated[bool, typer.Option(
+        "--explain", help="Trace each failed update, forget request and look-alike to the "
+        "stage that lost it; prints the counts per stage (key 'explain').")] = False,
     html: HtmlOpt = None,
     progress: ProgressOpt = True,
     as_json: JsonOpt = False,
@@ -207,7 +210,7 @@ def scenarios(
     run = load_runner("scenarios")
     need_plots(html)
     with boundary():
-        result = run(data, limit=limit, progress=progress, show_blocks=blocks)
+        result = run(data, limit=limit, progress=progress, show_blocks=blocks, explain=explain)
         if html is not None:
             from ..bench.report import scenarios_html
 

@@ -68,6 +68,9 @@ class RulesExtractor:
             agent's statement needs the higher of this and 0.7.
         chat_none_above: a named speaker's statement (a chat between people) is dropped
             when the kind head gives "none" this probability or more.
+        change_p: how sure the intent head must be that a user's statement the kind head
+            finds not worth keeping is an update or a correction, for it to be proposed
+            as the change of what it replaces.
 
     Example::
 
@@ -77,11 +80,13 @@ class RulesExtractor:
     """
 
     def __init__(self, *, window: int = 4, reader: Reader | None = None,
-                 min_confidence: float = 0.25, chat_none_above: float = 0.55) -> None:
+                 min_confidence: float = 0.25, chat_none_above: float = 0.55,
+                 change_p: float = 0.5) -> None:
         self.window = window
         self.reader = reader or Reader()
         self.min_confidence = min_confidence
         self.chat_none_above = chat_none_above
+        self.change_p = change_p
 
     def extract(self, episodes: Sequence[EpisodeIn]) -> list[Candidate]:
         out = self.turns([e for e in episodes if e.kind == "episode"])
@@ -100,7 +105,9 @@ class RulesExtractor:
                 continue
             cand = self._candidate(ep, unit, reading)
             if cand is None and not reading.worth and not unit.steps:
-                out.extend(self._clauses(ep, unit, reading))
+                found = self._clauses(ep, unit, reading)
+                brief = None if found else self._candidate(ep, unit, reading, brief=True)
+                out.extend(found or ([brief] if brief is not None else []))
             elif cand is not None:
                 out.append(cand)
         return out
@@ -140,11 +147,19 @@ class RulesExtractor:
         return [c.model_copy(update={"intent": change}) if change else c
                 for c in found if c is not None]
 
-    def _candidate(self, ep: EpisodeIn, unit: Unit, r: Reading) -> Candidate | None:
-        if not r.worth or r.intent == "forget":  # the kind head decides what is worth keeping
+    def _candidate(self, ep: EpisodeIn, unit: Unit, r: Reading, *,
+                   brief: bool = False) -> Candidate | None:
+        """The candidate of one statement, or None. ``brief``: the kind head found it not
+        worth keeping; a change said in few words ("switched to tabs", "现在改成 pnpm 了")
+        and read as a change by the intent head is then proposed all the same, to be kept
+        only as the change of a known memory it replaces (``Candidate.replaces_only``)."""
+        brief = brief and not r.worth and r.intent in ("update", "correction") \
+            and r.intent_p >= self.change_p and ep.speaker == "user" and not ep.is_agent
+        if (not r.worth and not brief) or r.intent == "forget":  # the kind head decides what is worth keeping
             return None
-        kind = "procedure" if unit.steps and r.kind in ("procedure", "convention", "project",
-                                                         "preference") else r.kind
+        kind = r.runner_up(besides=())[0] if brief else r.kind
+        kind = "procedure" if unit.steps and kind in ("procedure", "convention", "project",
+                                                      "preference") else kind
         if kind == "event" and ep.speaker == "user" and r.intent in ("update", "correction",
                                                                      "instruction"):
             kind = r.runner_up(besides=("event",))[0]  # "we moved to pnpm last week": a change
@@ -155,7 +170,8 @@ class RulesExtractor:
             # between people: how to talk is not a rule for an agent, small talk abounds,
             # and what is said to "you" is about the listener, not the speaker
             return None
-        if r.kind_p < self.min_confidence or (_QUESTION.search(unit.text) and r.intent != "instruction"):
+        if (r.kind_p < self.min_confidence and not brief) or (
+                _QUESTION.search(unit.text) and r.intent != "instruction"):
             return None
         when = as_utc(ep.event_time)
         text, event_time = render(unit, ep.speaker, when)
@@ -177,5 +193,5 @@ class RulesExtractor:
         return Candidate(kind=kind, text=text, subject=subject,  # type: ignore[arg-type]
                          entities=_entities(text, subject), tags=[lang], event_time=event_time,
                          observed_at=when, confidence=round(r.kind_p, 3), source_ids=[ep.id],
-                         rule=f"heads.{kind}", level=level,
+                         rule=f"heads.{kind}", level=level, replaces_only=brief,
                          intent="statement" if r.intent in ("chitchat", "keep") else r.intent)  # type: ignore[arg-type]

@@ -174,7 +174,8 @@ class MemoryAgent:
         or replace is looked for (by default ``scope`` and the levels above it).
         ``metadata`` (e.g. code anchors) goes onto the memory; on a merge, lists are
         joined and other keys kept as they were. A ``held`` candidate (the reason) is
-        stored alone, held for review: it merges into and replaces nothing."""
+        stored alone, held for review: it merges into and replaces nothing. A
+        ``replaces_only`` candidate that replaces nothing is not stored ("dropped", "")."""
         source = self.store.items_by_id(cand.source_ids[:1])
         session = session_id or (source[0].session_id if source else None)
         if held is not None:
@@ -200,12 +201,21 @@ class MemoryAgent:
                       change=cand.intent in ("update", "correction"))
         if rels and rels[0].action == "same" and rels[0].memory.kind == cand.kind:
             return self._merge_or_refine(rels[0].memory, cand, session, metadata or {})
-        item = self._create(cand, scope, session, vector, metadata or {})
         # past the clearest one, only memories of the same kind: earlier versions of it;
-        # and a project's statement never replaces what holds for the user everywhere
+        # and a project's statement never replaces what holds for the user everywhere,
+        # unless it is the user's own (a wish, who they are) said again with a new value
+        personal = cand.kind in ("preference", "profile", "persona")
+        # and what the same turn said is said beside it, not replaced by it
         replaced = [r.memory for n, r in enumerate(rels) if r.action == "supersede"
                     and (n == 0 or r.memory.kind == cand.kind)
-                    and not (scope.project is not None and r.memory.project is None)]
+                    and not set(r.memory.sources) & set(cand.source_ids)
+                    and not (scope.project is not None and r.memory.project is None
+                             and not (personal and r.memory.kind == cand.kind))]
+        if replaced and scope.project is not None and all(m.project is None for m in replaced):
+            scope = scope.model_copy(update={"project": None})  # where the old value lived
+        if cand.replaces_only and (not replaced or cand.kind in ("event", "skill")):
+            return "dropped", ""  # a brief change of nothing known says nothing alone
+        item = self._create(cand, scope, session, vector, metadata or {})
         if replaced and cand.kind not in ("event", "skill"):
             at = _ts(cand.event_time) or _ts(cand.observed_at) or time.time()
             for old in replaced:

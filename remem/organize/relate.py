@@ -19,7 +19,7 @@ from ..extract.heads import INTENTS, PAIR_LABELS, Reader
 from ..model import KINDS, MemoryItem
 from .similarity import content_words
 
-__all__ = ["Relation", "family", "forget_targets", "relate", "stems"]
+__all__ = ["Relation", "candidates", "family", "forget_targets", "relate", "stems"]
 
 _SUPERSEDE, _SAME, _COMPATIBLE, _FORGET, _KEEP = (PAIR_LABELS.index(x) for x in
                                                   ("supersede", "same", "compatible", "forget", "keep"))
@@ -64,8 +64,7 @@ def relate(reader: Reader, text: str, known: Sequence[MemoryItem], *, nearest: i
     the two must share a word in any case."""
     if not known:
         return []
-    sims = reader.similarity([m.text for m in known], text)
-    order = [int(i) for i in np.argsort(-sims, kind="stable")[:nearest] if sims[i] >= min_similarity]
+    order, sims = candidates(reader, text, known, nearest=nearest, min_similarity=min_similarity)
     if not order:
         return []
     probs_new = reader.read([text], ["user"])[0].intent_probs
@@ -108,6 +107,32 @@ def relate(reader: Reader, text: str, known: Sequence[MemoryItem], *, nearest: i
     return sorted(sharing or found, key=lambda r: (r.action == "unsure", -r.p * r.similarity))
 
 
+def candidates(reader: Reader, text: str, known: Sequence[MemoryItem], *, nearest: int = 6,
+               min_similarity: float = 0.78, naming: int = 3,
+               naming_similarity: float = 0.7) -> tuple[list[int], np.ndarray]:
+    """The positions in ``known`` of the memories a new statement is compared with, and
+    the similarity of every known memory to it: the ``nearest`` in meaning above
+    ``min_similarity``, then up to ``naming`` more that name what it names (a word, a
+    version, an entity) above the lower ``naming_similarity``, each part nearest first.
+    A short change ("now 1.30", "改成 Kafka 了") reads far in meaning from the memory it
+    changes, yet names the same thing."""
+    if not known:
+        return [], np.zeros(0, dtype=np.float32)
+    sims = reader.similarity([m.text for m in known], text)
+    ranked = [int(i) for i in np.argsort(-sims, kind="stable")]
+    order = [i for i in ranked[:nearest] if sims[i] >= min_similarity]
+    mine = _names(text)
+    named = [i for i in ranked if i not in order and sims[i] >= naming_similarity
+             and mine & _names(known[i].text, known[i].metadata.get("entities", []))]
+    return order + named[:naming], sims
+
+
+def _names(text: str, entities: Sequence[object] = ()) -> set[str]:
+    """The telling word stems of a text and its entities."""
+    words = content_words(text) | {str(e).lower() for e in entities}
+    return {w for w in stems(words - _SUBJECTS) if _telling(w)}
+
+
 #: Words the memory agent itself writes in for the speaker: shared, they say nothing.
 _SUBJECTS = frozenset({"user", "users", "用户"})
 
@@ -116,6 +141,11 @@ def _swapped(old: str, new: str) -> bool:
     """Whether the new text is the old with one word put in place of another."""
     a, b = stems(content_words(old) - _SUBJECTS), stems(content_words(new) - _SUBJECTS)
     return len(a - b) == 1 and len(b - a) == 1 and len(a & b) >= 2
+
+
+def _telling(word: str) -> bool:
+    """A word that can name a value: not a short English one ("go", "now")."""
+    return not word.isascii() or len(word) >= 4 or any(c.isdigit() for c in word)
 
 
 def _shares(a: str, b: str) -> bool:

@@ -1,0 +1,69 @@
+"""Updates and forget requests said in few, ordinary words, English and Chinese: the old
+memory is superseded with its history (and still answers ``as_of`` a time before), a brief
+change of nothing known is no memory, and what the user asks to forget is gone, turns too."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+from remem import Config, Memory
+
+WEB = {"user_id": "alice", "project": "web"}
+
+
+@pytest.fixture
+def mem(tmp_path: Path) -> Iterator[Memory]:
+    with Memory(tmp_path / "m.db", config=Config(embedder="hash")) as m:
+        yield m
+
+
+def say(m: Memory, text: str, session: str, when: str) -> None:
+    m.add([{"role": "user", "content": text}], session_id=session, timestamp=when, **WEB)
+    assert m.flush(timeout=60)
+
+
+def superseded_by(m: Memory, old_word: str, new_word: str) -> None:
+    """The memory holding ``old_word`` is superseded, with history, by one holding ``new_word``."""
+    everything = m.list(**WEB, include_inactive=True)
+    old = [i for i in everything if old_word in i.text and new_word not in i.text]
+    active = [i.text for i in m.list(**WEB)]
+    assert old and all(i.status == "superseded" and i.valid_to is not None for i in old), \
+        [(i.status, i.text) for i in everything]
+    assert any(new_word in t for t in active) and not any(old_word in t and new_word not in t
+                                                          for t in active)
+    assert [h.action for h in m.history(old[0].id, **WEB)] == ["created", "superseded"]
+
+
+def test_a_brief_chinese_change_supersedes_and_keeps_history(mem: Memory) -> None:
+    say(mem, "代码缩进用四个空格", "s1", "2026-01-10T09:00:00")
+    say(mem, "改成 tab 了", "s2", "2026-02-01T09:00:00")
+
+    superseded_by(mem, "四个空格", "tab")
+    back_then = mem.list(**WEB, as_of="2026-01-20T00:00:00")
+    assert [i.text for i in back_then] == ["代码缩进用四个空格"]
+
+
+def test_a_brief_change_of_nothing_known_is_no_memory(mem: Memory) -> None:
+    say(mem, "改成 tab 了", "s1", "2026-02-01T09:00:00")
+
+    assert [i.text for i in mem.list(**WEB)] == []
+    assert [h.memory.text for h in mem.search("tab", **WEB)] == ["改成 tab 了"]  # the turn stays
+
+
+@pytest.mark.parametrize(("secret", "said", "request_"), [
+    ("Maple Grove", "my daughter goes to Maple Grove Elementary", "scrap that bit about the school"),
+    ("望京", "我家住在望京西园", "住址那段删掉吧"),
+])
+def test_a_forget_request_in_few_words_hides_memory_and_turns(
+        mem: Memory, secret: str, said: str, request_: str) -> None:
+    say(mem, said, "s1", "2026-01-10T09:00:00")
+    say(mem, request_, "s2", "2026-02-01T09:00:00")
+
+    assert not any(secret in i.text for i in mem.list(**WEB))
+    assert not any(secret in h.memory.text for h in mem.search(secret, **WEB, include_episodes=True))
+    gone = [i for i in mem.list(**WEB, include_inactive=True, include_episodes=True)
+            if secret in i.text]
+    assert any(not i.is_episode for i in gone) and all(i.status == "forgotten" for i in gone)
