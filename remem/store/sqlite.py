@@ -54,7 +54,7 @@ from .rows import row_to_item as _row_to_item
 from .schema import APPLICATION_ID, MIGRATIONS, SCHEMA_VERSION
 from .shares import ShareOps
 from .sqlite_copy import SQLiteCopy
-from .vectors import VectorIndex
+from .vectors import VectorIndex, graph_dir
 from .vectors_flat import FlatVectorIndex
 
 __all__ = ["SQLiteStore", "require_store_file"]
@@ -158,7 +158,9 @@ class SQLiteStore(DerivedOps, InjectionOps, ShareOps, AuditOps, SQLiteCopy):
         # an in-memory database lives while one connection to it is open
         self._anchor = self._local.handle if self._uri else None
         self.vectors: VectorIndex | FlatVectorIndex = FlatVectorIndex(dim) \
-            if vector_index == "flat" else VectorIndex(dim, ann_threshold=ann_threshold)
+            if vector_index == "flat" else VectorIndex(
+                dim, ann_threshold=ann_threshold,
+                graph_dir=None if self._uri else graph_dir(self.path))
         self.fulltext_index = FulltextIndex()
         #: a store with at least this many passages loads its full-text index in the background
         self.fulltext_warm_rows = _WARM_ROWS
