@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from concurrent.futures import ThreadPoolExecutor
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from datetime import datetime, timezone
 from itertools import zip_longest
 
@@ -14,7 +14,7 @@ from ..embed import Embedder
 from ..model import Hit, MemoryItem, Scope
 from ..store.base import Filters, Store
 from ..text import estimate_tokens, words
-from .features import FEATURES, feature_matrix
+from .features import FEATURES, feature_matrix, item_words
 from .fusion import LearnedFusion, load_fusion, rrf
 from .query import STOPWORDS, QueryPlan, analyse
 
@@ -28,7 +28,8 @@ EDGE_WEIGHTS = {"co_used": 1.0, "derived_from": 0.8, "mentions": 0.5, "same_topi
 @dataclass(frozen=True)
 class Candidates:
     """What the channels found for one query: the pool (best by rank fusion first), its
-    rows, each one's rank per channel, its fused score, and its features."""
+    rows, each one's rank per channel, its fused score, and its features; each row's
+    distinct words and token estimate, worked out once for the features and the packing."""
 
     plan: QueryPlan
     rowids: list[int]
@@ -37,6 +38,8 @@ class Candidates:
     fused: dict[int, float]
     reasons: dict[str, str]
     features: np.ndarray
+    bags: dict[int, frozenset[str]] = field(default_factory=dict)
+    tokens: dict[int, int] = field(default_factory=dict)
 
 
 def _near(a: frozenset[str], b: frozenset[str]) -> bool:
@@ -86,21 +89,21 @@ class Retriever:
         items = found.items
         if cfg.diversity > 0:
             ordered = self._diversify(ordered, scores, items, cfg.diversity)
-        sources = self.store.sources(ordered[: max(k * 3, k + 30)])
         hits: list[int] = []
         shown: tuple[list[frozenset[str]], list[frozenset[str]]] = ([], [])  # memories, turns
         used = 0
-        for rowid in ordered:
-            if rowid not in items or rowid not in sources:
+        bags, tokens = found.bags, found.tokens
+        for rowid in ordered[: max(k * 3, k + 30)]:  # the best of the pool only
+            if rowid not in items:
                 continue
             item = items[rowid]
-            bag = frozenset(words(item.text))
+            bag = bags.get(rowid) or item_words(item)
             # a near-duplicate of a hit of its own sort above (turn of turn, memory of
             # memory) says nothing new; a memory and the turn it restates both stay
             if cfg.collapse and any(_near(bag, o) for o in shown[item.is_episode]):
                 continue
             if budget_tokens is not None:
-                cost = estimate_tokens(items[rowid].text)
+                cost = tokens.get(rowid) or estimate_tokens(item.text)
                 if used + cost > budget_tokens:
                     continue
                 used += cost
@@ -108,11 +111,12 @@ class Retriever:
             shown[item.is_episode].append(bag)
             if len(hits) >= k:
                 break
+        sources = self.store.sources(hits)
         return [
             Hit.model_construct(
                 memory=items[r], score=scores[r], channels=found.ranks[r],
                 reasons=[found.reasons[c] for c in found.ranks[r]], sources=sources[r],
-                tokens=estimate_tokens(items[r].text),
+                tokens=tokens.get(r) or estimate_tokens(items[r].text),
             )
             for r in hits
         ]
@@ -166,10 +170,11 @@ class Retriever:
                    "speaker": cfg.weight_speaker, "graph": cfg.weight_graph,
                    "evidence": cfg.weight_evidence, "aspects": cfg.weight_aspects}
         scores, ranks = rrf(rankings, weights, cfg.rrf_k)
-        if plan.names and cfg.weight_speaker > 0 and scores:
+        names = plan.names
+        if names and cfg.weight_speaker > 0 and scores:
             roles = self.store.roles(list(scores))
             rankings["speaker"] = [r for r in sorted(scores, key=scores.__getitem__, reverse=True)
-                                   if (roles.get(r) or "").lower() in plan.names]
+                                   if (roles.get(r) or "").lower() in names]
             reasons["speaker"] = "said by someone the query names"
             scores, ranks = rrf(rankings, weights, cfg.rrf_k)
         if cfg.neighbor_seeds and cfg.weight_neighbor > 0 and scores:
@@ -200,9 +205,12 @@ class Retriever:
                 pool = list(dict.fromkeys(pool + [r for r in cited if r not in items]))
                 items.update(self.store.get_rows([r for r in pool if r not in items]))
         pool = [r for r in pool if r in items]
-        features = feature_matrix(plan, pool, items, ranks, scores, bm25, cosine)
+        bags = {r: item_words(items[r]) for r in pool}
+        tokens = {r: estimate_tokens(items[r].text) for r in pool}
+        features = feature_matrix(plan, pool, items, ranks, scores, bm25, cosine,
+                                  bags=bags, tokens=tokens)
         return Candidates(plan, pool, items, {r: ranks[r] for r in pool},
-                          {r: scores[r] for r in pool}, reasons, features)
+                          {r: scores[r] for r in pool}, reasons, features, bags, tokens)
 
     def _aspects(self, plan: QueryPlan, scope: Scope, filters: Filters) -> list[int]:
         """For a query naming several people or things, the full-text hits of each name
