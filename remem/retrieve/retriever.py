@@ -15,7 +15,7 @@ from ..model import Hit, MemoryItem, Scope
 from ..store.base import Filters, Store
 from ..text import estimate_tokens, words
 from .features import FEATURES, feature_matrix, item_words
-from .fusion import LearnedFusion, load_fusion, rrf
+from .fusion import LearnedFusion, load_fusion, rrf, rrf_add
 from .query import STOPWORDS, QueryPlan, analyse
 
 __all__ = ["EDGE_WEIGHTS", "Candidates", "Retriever"]
@@ -147,6 +147,10 @@ class Retriever:
         if aspects:
             rankings["aspects"] = aspects
             reasons["aspects"] = "matches one of the people or things the query names"
+        size = max(k * 4, k + 20, cfg.pool)
+        # rows the pool will likely hold, read while the model is still embedding the query
+        early = self._early(rankings["fulltext"][:size]) \
+            if embedding is not None and not embedding.done() else {}
         cosine: dict[int, float] = {}
         if embedding is not None:
             vec = embedding.result()[0]
@@ -170,47 +174,59 @@ class Retriever:
                    "speaker": cfg.weight_speaker, "graph": cfg.weight_graph,
                    "evidence": cfg.weight_evidence, "aspects": cfg.weight_aspects}
         scores, ranks = rrf(rankings, weights, cfg.rrf_k)
+
+        def add(channel: str, ids: list[int]) -> None:  # what rrf() over all channels gives
+            rankings[channel] = ids
+            rrf_add(scores, ranks, channel, ids, weights.get(channel, 1.0), cfg.rrf_k)
+
         names = plan.names
         if names and cfg.weight_speaker > 0 and scores:
             roles = self.store.roles(list(scores))
-            rankings["speaker"] = [r for r in sorted(scores, key=scores.__getitem__, reverse=True)
-                                   if (roles.get(r) or "").lower() in names]
+            add("speaker", [r for r in sorted(scores, key=scores.__getitem__, reverse=True)
+                            if (roles.get(r) or "").lower() in names])
             reasons["speaker"] = "said by someone the query names"
-            scores, ranks = rrf(rankings, weights, cfg.rrf_k)
         if cfg.neighbor_seeds and cfg.weight_neighbor > 0 and scores:
             seeds = sorted(scores, key=scores.__getitem__, reverse=True)[: cfg.neighbor_seeds]
             pairs = self.store.neighbors(seeds, cfg.neighbor_window, scope, filters)
             order = {s: i for i, s in enumerate(seeds)}
             # a turn next to several seeds counts once, at its best seed's rank
-            rankings["neighbor"] = list(dict.fromkeys(
-                n for n, _ in sorted(pairs, key=lambda p: order[p[1]])))
+            add("neighbor", list(dict.fromkeys(
+                n for n, _ in sorted(pairs, key=lambda p: order[p[1]]))))
             reasons["neighbor"] = "next to a strong hit in the same conversation"
-            scores, ranks = rrf(rankings, weights, cfg.rrf_k)
         if cfg.weight_graph > 0 and scores:
             seeds = sorted(scores, key=scores.__getitem__, reverse=True)[: max(cfg.neighbor_seeds, 5)]
             linked = self._linked(seeds, scope, filters)
             if linked:
-                rankings["graph"] = linked
+                add("graph", linked)
                 reasons["graph"] = "linked to a strong hit (same entity, used together, derived)"
-                scores, ranks = rrf(rankings, weights, cfg.rrf_k)
-        size = max(k * 4, k + 20, cfg.pool)
         pool = sorted(scores, key=lambda r: (-scores[r], r))[:size]
-        items = self.store.get_rows(pool)
+        items = self._rows(pool, early)
         if cfg.weight_evidence > 0 and items:
             cited = self._evidence(pool, items, scope, filters)
             if cited:
-                rankings["evidence"] = cited
+                add("evidence", cited)
                 reasons["evidence"] = "cited by a matching memory"
-                scores, ranks = rrf(rankings, weights, cfg.rrf_k)
                 pool = list(dict.fromkeys(pool + [r for r in cited if r not in items]))
-                items.update(self.store.get_rows([r for r in pool if r not in items]))
+                items.update(self._rows([r for r in pool if r not in items], early))
         pool = [r for r in pool if r in items]
-        bags = {r: item_words(items[r]) for r in pool}
-        tokens = {r: estimate_tokens(items[r].text) for r in pool}
+        bags = {r: early[r][1] if r in early else item_words(items[r]) for r in pool}
+        tokens = {r: early[r][2] if r in early else estimate_tokens(items[r].text) for r in pool}
         features = feature_matrix(plan, pool, items, ranks, scores, bm25, cosine,
                                   bags=bags, tokens=tokens)
         return Candidates(plan, pool, items, {r: ranks[r] for r in pool},
                           {r: scores[r] for r in pool}, reasons, features, bags, tokens)
+
+    def _early(self, rowids: list[int]) -> dict[int, tuple[MemoryItem, frozenset[str], int]]:
+        """Rows with their words and token estimates, read ahead of need."""
+        return {r: (item, item_words(item), estimate_tokens(item.text))
+                for r, item in self.store.get_rows(rowids).items()}
+
+    def _rows(self, rowids: list[int],
+              early: dict[int, tuple[MemoryItem, frozenset[str], int]]) -> dict[int, MemoryItem]:
+        """The rows of ``rowids`` that exist, those read ahead taken from ``early``."""
+        out = {r: early[r][0] for r in rowids if r in early}
+        out.update(self.store.get_rows([r for r in rowids if r not in early]))
+        return out
 
     def _aspects(self, plan: QueryPlan, scope: Scope, filters: Filters) -> list[int]:
         """For a query naming several people or things, the full-text hits of each name
