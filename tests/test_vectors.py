@@ -314,28 +314,55 @@ def test_a_reopened_store_loads_its_saved_graph_and_answers_the_same(
     assert set(again.store.vectors.graph_origin.values()) == {"loaded"}
 
 
-def test_a_saved_graph_catches_up_with_rows_added_and_deleted_since(
+def _add_vector(memory: Memory, text: str, vector: np.ndarray) -> str:
+    added = memory.add([text], user_id="u", project="p")
+    jobs = memory.store.claim_jobs("embed", 10, lease_s=60)
+    rows = memory.store.unembedded([p for j in jobs for p in j.payload["passages"]])
+    memory.store.put_vectors([(r, vector) for r, _ in rows], jobs)
+    return added.episode_ids[0]
+
+
+def test_a_saved_graph_catches_up_with_rows_added_since(
         opened: Callable[..., Memory], store_file: Path,
         template: tuple[Path, dict[str, np.ndarray]]) -> None:
     first = opened()
     query = template[1]["main"][5]
-    top = _ids(first.store.vector(query, MAIN, Filters(), 10))
+    first.store.vector(query, MAIN, Filters(), 10)
     first.close()
-    # another process without a graph deletes the best hit and adds a new nearest row
-    other = opened(threshold=None)
-    gone = _ids_by_rowid(store_file)[top[0]]
-    other.purge(gone, user_id="u", project="p")
-    added = other.add(["a new note"], user_id="u", project="p")
-    jobs = other.store.claim_jobs("embed", 10, lease_s=60)
-    rows = other.store.unembedded([p for j in jobs for p in j.payload["passages"]])
-    other.store.put_vectors([(r, query) for r, _ in rows], jobs)
+    other = opened(threshold=None)  # another process, without a graph, adds a nearest row
+    added = _add_vector(other, "a new note", query)
     other.close()
     again, exact = opened(), opened(threshold=None)
     found = _ids(again.store.vector(query, MAIN, Filters(), 10))
     assert set(again.store.vectors.graph_origin.values()) == {"loaded"}
-    new = {i: r for r, i in _ids_by_rowid(store_file).items()}[added.episode_ids[0]]
-    assert found[0] == new and top[0] not in found
+    assert found[0] == {i: r for r, i in _ids_by_rowid(store_file).items()}[added]
     assert found == _ids(exact.store.vector(query, MAIN, Filters(), 10))
+
+
+@pytest.mark.parametrize("where", ["this process", "another process"])
+def test_a_purged_vector_does_not_stay_in_a_saved_graph(
+        opened: Callable[..., Memory], store_file: Path,
+        template: tuple[Path, dict[str, np.ndarray]], where: str) -> None:
+    first = opened()
+    query = template[1]["main"][5]
+    top = _ids(first.store.vector(query, MAIN, Filters(), 10))
+    gone = _ids_by_rowid(store_file)[top[0]]
+    if where == "this process":
+        first.purge(gone, user_id="u", project="p")
+        first.store.vector(query, MAIN, Filters(), 10)  # takes the deletion in
+        first.close()
+    else:  # when no process holding the graph saw it
+        first.close()
+        other = opened(threshold=None)
+        other.purge(gone, user_id="u", project="p")
+        other.close()
+    again = opened()
+    found = _ids(again.store.vector(query, MAIN, Filters(), 10))
+    origins = again.store.vectors.graph_origin
+    main = ("default", "u", None, "p")
+    # the main scope's graph held the purged vector: built anew; the others are loaded
+    assert origins[main] == "built" and sorted(origins.values()) == ["built", "loaded", "loaded"]
+    assert top[0] not in found and found[:9] == top[1:10]
 
 
 def _spoil(store_file: Path, how: str) -> None:

@@ -13,6 +13,10 @@ The SQLite store ranks full text with its in-memory index; FTS5's own ``bm25()``
 path before it, the same scores) is timed beside it on the same file, alternated: the
 whole search with each (``search_ms`` and ``search_ms_fts5``) and the full-text channel
 alone (``fulltext_ms``).
+
+With ``keep`` the store file stays, and a second run on it times the searches only: the
+scope's HNSW graph, saved beside the file by the first run, is then loaded instead of
+built (``vector_index.ann_graphs`` says which).
 """
 
 from __future__ import annotations
@@ -247,7 +251,8 @@ def run(n: int = 100_000, queries: int = 200, progress: bool = True, embed: bool
                                "ann_threshold": config.ann_threshold,
                                "ann_build_s": index_stats.ann_build_s,
                                "matrix_bytes": index_stats.matrix_bytes,
-                               "ann_bytes": index_stats.ann_bytes}
+                               "ann_bytes": index_stats.ann_bytes,
+                               "ann_graphs": sorted(set(getattr(index, "graph_origin", {}).values()))}
     if "old" in timings:
         out["old"] = {"search_ms": _ms(timings["old"]), "vector_ms": _ms(vector["old"]),
                       "index_load_s": loaded["old"]}

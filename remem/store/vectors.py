@@ -12,8 +12,11 @@ a store is opened and kept current by loading rows added since the last look and
 the rows the ``vector_deletions`` log names. A graph, which takes minutes to build for
 100k rows, is saved beside the store file (``graph_dir``) and loaded again by the next
 process when it still matches the store: the same keys (vector rowids) and vectors up to
-the row it was saved at, the deletion log unbroken since; otherwise it is built anew. The store checks every candidate against its scope
-wall and filters in SQL (``accept``), so the index narrows a search and never widens it.
+the row it was saved at, none of them deleted since; otherwise it is built anew. The
+graph holds float16 copies of the vectors, so a deletion (a purge, a re-embedding) also
+deletes the saved graph that holds the vector: a purged vector does not stay on disk.
+The store checks every candidate against its scope wall and filters in SQL (``accept``),
+so the index narrows a search and never widens it.
 """
 
 from __future__ import annotations
@@ -275,6 +278,7 @@ class VectorIndex:
         for g in np.unique(self._group_of[at]):
             mine = at[self._group_of[at] == g]
             self._groups[self._keys[g]].kill(self._position[mine])
+            self._forget_saved(self._keys[g])
 
     def _load(self, rows: list[tuple]) -> None:
         vectors = np.frombuffer(b"".join(r[7] for r in rows), dtype=np.float32).reshape(
@@ -334,9 +338,19 @@ class VectorIndex:
         name = hashlib.sha256(json.dumps(list(key)).encode()).hexdigest()[:24]
         return self.graph_dir / f"{name}.usearch", self.graph_dir / f"{name}.json"
 
+    def _forget_saved(self, key: Key) -> None:
+        """Delete ``key``'s saved graph (one that still holds a deleted vector)."""
+        if self.graph_dir is None:
+            return
+        for path in self._graph_paths(key):
+            try:
+                path.unlink(missing_ok=True)
+            except OSError:  # read-only: the graph is not loaded anyway (see _saved)
+                log.warning("cannot delete the saved vector graph %s", path, exc_info=True)
+
     def _saved(self, conn: sqlite3.Connection, key: Key) -> tuple[dict, np.ndarray] | None:
         """The manifest of ``key``'s saved graph and the vector rowids deleted since it was
-        saved, when there is one the deletion log can still bring up to date."""
+        saved, when there is one and the deletion log still says what went since."""
         if self.graph_dir is None:
             return None
         try:
@@ -366,10 +380,14 @@ class VectorIndex:
                 log.warning("the saved vector graph %s does not match its manifest; rebuilding", graph)
                 return None
             index = ann.HnswIndex.load(graph, self.dim, threads=self.ann_threads)
-            index.remove(gone)
+            stored = index.keys()
+            if np.isin(gone, stored).any():  # it holds a copy of a deleted vector
+                log.info("a vector of the saved graph %s was deleted; rebuilding", graph)
+                self._forget_saved(key)
+                return None
             upto = int(manifest["last_rowid"])
             held = keys <= upto
-            if not np.array_equal(index.keys(), keys[held]) or (held.any() and np.abs(
+            if not np.array_equal(stored, keys[held]) or (held.any() and np.abs(
                     index.vectors(keys[held]) - vectors[held]).max() > _F16_TOLERANCE):
                 log.warning("the saved vector graph %s is not this store's; rebuilding", graph)
                 return None
@@ -408,8 +426,7 @@ class VectorIndex:
                 index = ann.HnswIndex(self.dim, threads=self.ann_threads)
                 for i in range(0, len(live), 100_000):
                     index.add(keys[i : i + 100_000], vectors[i : i + 100_000])
-            if saved is None or origin == "built" or len(saved[1]) or keys.max(initial=0) > \
-                    int(saved[0]["last_rowid"]):
+            if saved is None or origin == "built" or keys.max(initial=0) > int(saved[0]["last_rowid"]):
                 self._save(key, index, keys, deletion_pos)
         except Exception:  # the scope stays on exact scans, which answer the same
             log.exception("building the vector graph of one scope failed")
