@@ -184,6 +184,15 @@ def graph_dir(store_path: str) -> Path:
     return Path(f"{store_path}.hnsw")
 
 
+def _same_vectors(index: ann.HnswIndex, keys: np.ndarray, vectors: np.ndarray) -> bool:
+    """Whether the graph's copies of the vectors under ``keys`` are ``vectors`` (read in
+    slices: the float32 copy of a whole graph would double its memory for a moment)."""
+    for i in range(0, len(keys), 20_000):
+        if np.abs(index.vectors(keys[i : i + 20_000]) - vectors[i : i + 20_000]).max() > _F16_TOLERANCE:
+            return False
+    return True
+
+
 def _digest(path: Path) -> str:
     digest = hashlib.blake2b()
     with path.open("rb") as f:
@@ -387,8 +396,8 @@ class VectorIndex:
                 return None
             upto = int(manifest["last_rowid"])
             held = keys <= upto
-            if not np.array_equal(stored, keys[held]) or (held.any() and np.abs(
-                    index.vectors(keys[held]) - vectors[held]).max() > _F16_TOLERANCE):
+            if not np.array_equal(stored, keys[held]) or not _same_vectors(
+                    index, keys[held], vectors[held]):
                 log.warning("the saved vector graph %s is not this store's; rebuilding", graph)
                 return None
             index.add(keys[~held], vectors[~held])
