@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from concurrent.futures import ThreadPoolExecutor
+from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass, field
 from datetime import datetime, timezone
 from itertools import zip_longest
@@ -134,10 +134,16 @@ class Retriever:
         plan = analyse(query, now)
         rankings: dict[str, list[int]] = {}
         reasons: dict[str, str] = {}
-        # the model embeds the query while SQLite runs the full-text search (both let go
-        # of the GIL), so a search costs the slower of the two, not their sum
-        embedding = self._executor.submit(self.embedder.embed_queries, [query]) \
-            if cfg.weight_vector > 0 else None
+        # an embedder that lets go of the GIL (a remote model) embeds the query while the
+        # full-text search runs, so a search costs the slower of the two, not their sum;
+        # one that holds it would only be slowed down by the Python work beside it
+        embedding: Future[np.ndarray] | None = None
+        if cfg.weight_vector > 0:
+            if getattr(self.embedder, "parallel_queries", True):
+                embedding = self._executor.submit(self.embedder.embed_queries, [query])
+            else:
+                embedding = Future()
+                embedding.set_result(self.embedder.embed_queries([query]))
         text_hits = self.store.fulltext(plan.terms, scope, filters, cfg.candidates,
                                         cfg.weight_context)
         bm25 = dict(text_hits)
