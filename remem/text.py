@@ -37,6 +37,8 @@ def segment(text: str) -> str:
 
 def words(text: str) -> list[str]:
     """Lower-cased word tokens; each CJK run gives its bigrams."""
+    if text.isascii():  # no CJK, and lower-casing first cuts the same words
+        return _WORD.findall(text.lower())
     out: list[str] = []
     for piece in _CJK_RUN.split(text):
         out.extend(w.lower() for w in _WORD.findall(piece))
@@ -47,6 +49,8 @@ def words(text: str) -> list[str]:
 
 def estimate_tokens(text: str) -> int:
     """A model-independent token estimate: ~1 per CJK character, ~1.3 per other word."""
+    if text.isascii():
+        return max(1, (len(_WORD.findall(text)) * 4 + 2) // 3)
     cjk = sum(len(r) for r in _CJK_RUN.findall(text))
     other = len(_WORD.findall(_CJK_RUN.sub(" ", text)))
     return max(1, cjk + (other * 4 + 2) // 3)

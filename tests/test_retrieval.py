@@ -410,3 +410,40 @@ def test_turns_said_by_the_person_a_question_names_rank_with_the_speaker_channel
     assert hits[0].memory.role == "Melanie"
     # without a name in the query there is no speaker channel
     assert not any("speaker" in h.channels for h in mem.search("hobbies", user_id="alice"))
+
+
+class _ThreadNoting:
+    """The bundled embedder, noting the thread each query is embedded on."""
+
+    def __init__(self, inner: object, parallel: bool) -> None:
+        self.inner, self.parallel_queries, self.threads = inner, parallel, []
+        self.name, self.dim = inner.name, inner.dim  # type: ignore[attr-defined]
+
+    def embed_queries(self, texts: list[str]) -> object:
+        import threading
+
+        self.threads.append(threading.get_ident())
+        return self.inner.embed_queries(texts)  # type: ignore[attr-defined]
+
+    def embed_passages(self, texts: list[str]) -> object:
+        return self.inner.embed_passages(texts)  # type: ignore[attr-defined]
+
+
+def test_a_query_is_embedded_beside_the_full_text_or_before_it_with_the_same_hits(
+        open_memory: Callable[..., Memory], e5: object) -> None:
+    import threading
+
+    writer = open_memory()
+    writer.add(["we deploy the billing service on Fridays", "the login page moved to React",
+                "Dana fixed a race in the billing worker", "lunch is at noon"], user_id="u")
+    writer.flush()
+    beside, before = _ThreadNoting(e5, True), _ThreadNoting(e5, False)
+    results = []
+    for embedder in (beside, before):
+        reader = open_memory(embedder=embedder)
+        results.append([[(h.memory.id, h.score, h.channels) for h in reader.search(q, user_id="u")]
+                        for q in ("when is billing deployed?", "what changed on the login page?")])
+    assert results[0] == results[1] and results[0][0]
+    here = threading.get_ident()
+    assert beside.threads and all(t != here for t in beside.threads)
+    assert before.threads and all(t == here for t in before.threads)

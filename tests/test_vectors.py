@@ -291,3 +291,147 @@ def test_a_large_scope_answers_exactly_while_its_graph_is_built_in_the_backgroun
     assert memory.store.vectors.stats(memory.store.conn).ann_groups == 3
     rowid = {i: r for r, i in _ids_by_rowid(store_file).items()}[result.episode_ids[0]]
     assert _ids(memory.store.vector(query, MAIN, Filters(), 10))[0] == rowid
+
+
+def _graph_files(store_file: Path) -> list[Path]:
+    return sorted(Path(f"{store_file}.hnsw").glob("*.usearch"))
+
+
+QUERIES = slice(100, 120)
+
+
+def test_a_reopened_store_loads_its_saved_graph_and_answers_the_same(
+        opened: Callable[..., Memory], store_file: Path,
+        template: tuple[Path, dict[str, np.ndarray]]) -> None:
+    queries = template[1]["main"][QUERIES]
+    first = opened()
+    before = [first.store.vector(q, MAIN, Filters(), 10) for q in queries]
+    assert set(first.store.vectors.graph_origin.values()) == {"built"}
+    first.close()
+    assert len(_graph_files(store_file)) == 3  # main, other user, other org
+    again = opened()
+    assert [again.store.vector(q, MAIN, Filters(), 10) for q in queries] == before
+    assert set(again.store.vectors.graph_origin.values()) == {"loaded"}
+
+
+def _add_vector(memory: Memory, text: str, vector: np.ndarray) -> str:
+    added = memory.add([text], user_id="u", project="p")
+    jobs = memory.store.claim_jobs("embed", 10, lease_s=60)
+    rows = memory.store.unembedded([p for j in jobs for p in j.payload["passages"]])
+    memory.store.put_vectors([(r, vector) for r, _ in rows], jobs)
+    return added.episode_ids[0]
+
+
+def test_a_saved_graph_catches_up_with_rows_added_since(
+        opened: Callable[..., Memory], store_file: Path,
+        template: tuple[Path, dict[str, np.ndarray]]) -> None:
+    first = opened()
+    query = template[1]["main"][5]
+    first.store.vector(query, MAIN, Filters(), 10)
+    first.close()
+    other = opened(threshold=None)  # another process, without a graph, adds a nearest row
+    added = _add_vector(other, "a new note", query)
+    other.close()
+    again, exact = opened(), opened(threshold=None)
+    found = _ids(again.store.vector(query, MAIN, Filters(), 10))
+    assert set(again.store.vectors.graph_origin.values()) == {"loaded"}
+    assert found[0] == {i: r for r, i in _ids_by_rowid(store_file).items()}[added]
+    assert found == _ids(exact.store.vector(query, MAIN, Filters(), 10))
+
+
+@pytest.mark.parametrize("where", ["this process", "another process"])
+def test_a_purged_vector_does_not_stay_in_a_saved_graph(
+        opened: Callable[..., Memory], store_file: Path,
+        template: tuple[Path, dict[str, np.ndarray]], where: str) -> None:
+    first = opened()
+    query = template[1]["main"][5]
+    top = _ids(first.store.vector(query, MAIN, Filters(), 10))
+    gone = _ids_by_rowid(store_file)[top[0]]
+    if where == "this process":
+        first.purge(gone, user_id="u", project="p")
+        first.store.vector(query, MAIN, Filters(), 10)  # takes the deletion in
+        first.close()
+    else:  # when no process holding the graph saw it
+        first.close()
+        other = opened(threshold=None)
+        other.purge(gone, user_id="u", project="p")
+        other.close()
+    again = opened()
+    found = _ids(again.store.vector(query, MAIN, Filters(), 10))
+    origins = again.store.vectors.graph_origin
+    main = ("default", "u", None, "p")
+    # the main scope's graph held the purged vector: built anew; the others are loaded
+    assert origins[main] == "built" and sorted(origins.values()) == ["built", "loaded", "loaded"]
+    assert top[0] not in found and found[:9] == top[1:10]
+
+
+def _spoil(store_file: Path, how: str) -> None:
+    for graph in _graph_files(store_file):
+        data = graph.read_bytes()
+        if how == "truncated":
+            graph.write_bytes(data[: len(data) // 2])
+        elif how == "garbage":
+            graph.write_bytes(b"not a graph" * 100)
+        else:  # a flipped byte in the middle: usearch would read it without complaint
+            mid = len(data) // 2
+            graph.write_bytes(data[:mid] + bytes([data[mid] ^ 0xFF]) + data[mid + 1 :])
+
+
+@pytest.mark.parametrize("how", ["truncated", "garbage", "flipped"])
+def test_a_corrupt_saved_graph_is_detected_and_rebuilt(
+        opened: Callable[..., Memory], store_file: Path,
+        template: tuple[Path, dict[str, np.ndarray]], how: str) -> None:
+    queries = template[1]["main"][QUERIES]
+    first = opened()
+    before = [first.store.vector(q, MAIN, Filters(), 10) for q in queries]
+    first.close()
+    _spoil(store_file, how)
+    again = opened()
+    assert [again.store.vector(q, MAIN, Filters(), 10) for q in queries] == before
+    assert set(again.store.vectors.graph_origin.values()) == {"built"}
+    again.close()
+    third = opened()  # the rebuilt graph was saved in place of the broken one
+    assert [third.store.vector(q, MAIN, Filters(), 10) for q in queries] == before
+    assert set(third.store.vectors.graph_origin.values()) == {"loaded"}
+
+
+def test_a_graph_saved_for_other_vectors_is_not_used(
+        opened: Callable[..., Memory], store_file: Path,
+        template: tuple[Path, dict[str, np.ndarray]]) -> None:
+    first = opened()
+    first.store.vector(template[1]["main"][0], MAIN, Filters(), 10)
+    first.close()
+    # the file is replaced by a copy whose vectors differ under the same rowids (another
+    # store's graph left beside it): keys alone would match
+    rng = np.random.default_rng(9)
+    with sqlite3.connect(store_file) as conn:
+        for (rowid,) in conn.execute("SELECT rowid FROM vectors").fetchall():
+            vec = rng.normal(0, 1, DIM).astype(np.float32)
+            conn.execute("UPDATE vectors SET vec = ? WHERE rowid = ?",
+                         ((vec / np.linalg.norm(vec)).tobytes(), rowid))
+    again, exact = opened(), opened(threshold=None)
+    query = template[1]["main"][0]
+    assert set(again.store.vectors.graph_origin.values()) == set()  # not searched yet
+    found = again.store.vector(query, MAIN, Filters(), 10)
+    assert set(again.store.vectors.graph_origin.values()) == {"built"}
+    exact_ids = _ids(exact.store.vector(query, MAIN, Filters(), 10))
+    assert len(set(_ids(found)) & set(exact_ids)) >= 8
+
+
+def test_a_cut_deletion_log_makes_the_saved_graph_stale(
+        opened: Callable[..., Memory], store_file: Path,
+        template: tuple[Path, dict[str, np.ndarray]]) -> None:
+    first = opened()
+    query = template[1]["main"][7]
+    top = _ids(first.store.vector(query, MAIN, Filters(), 10))
+    first.close()
+    with sqlite3.connect(store_file) as conn:  # deletions the saved graph cannot know of
+        conn.execute("DELETE FROM vectors WHERE passage_rowid IN "
+                     "(SELECT rowid FROM passages WHERE memory_rowid = ?)", (top[0],))
+        conn.execute("DELETE FROM vector_deletions WHERE rowid < (SELECT MAX(rowid) FROM vector_deletions)")
+        conn.execute("INSERT INTO vector_deletions (vector_rowid) VALUES (-1)")
+        conn.execute("DELETE FROM vector_deletions WHERE rowid < (SELECT MAX(rowid) FROM vector_deletions)")
+    again = opened()
+    found = _ids(again.store.vector(query, MAIN, Filters(), 10))
+    assert set(again.store.vectors.graph_origin.values()) == {"built"}
+    assert top[0] not in found and found[:9] == top[1:10]

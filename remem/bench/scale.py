@@ -13,6 +13,10 @@ The SQLite store ranks full text with its in-memory index; FTS5's own ``bm25()``
 path before it, the same scores) is timed beside it on the same file, alternated: the
 whole search with each (``search_ms`` and ``search_ms_fts5``) and the full-text channel
 alone (``fulltext_ms``).
+
+With ``keep`` the store file stays, and a second run on it times the searches only: the
+scope's HNSW graph, saved beside the file by the first run, is then loaded instead of
+built (``vector_index.ann_graphs`` says which).
 """
 
 from __future__ import annotations
@@ -27,6 +31,7 @@ from typing import Any
 import numpy as np
 
 from ..config import Config, RetrievalConfig
+from ..errors import ValidationError
 from ..memory import Memory
 from ..model import Scope
 from ..retrieve.query import analyse
@@ -117,11 +122,27 @@ def _ms(values: list[float]) -> dict[str, float]:
     return {"p50": round(percentile(values, 50), 2), "p95": round(percentile(values, 95), 2)}
 
 
+def _filled(path: Path, n: int, scopes: int) -> bool:
+    """Whether ``path`` is a store an earlier run of this bench filled with ``n`` memories
+    dealt to ``scopes`` users, every vector written."""
+    if not path.is_file():
+        return False
+    memory = Memory(path, config=Config(run_worker=False))
+    try:
+        return memory.store.meta("bench_scale") == f"{n}/{scopes}"
+    finally:
+        memory.close()
+
+
 def run(n: int = 100_000, queries: int = 200, progress: bool = True, embed: bool = False,
         path: str | None = None, scopes: int = 1, old_path: bool = True,
-        against: dict[str, Any] | None = None) -> dict[str, Any]:
+        against: dict[str, Any] | None = None, keep: str | None = None) -> dict[str, Any]:
     """Ingest ``n`` memories into ``scopes`` users and time ``queries`` searches in the
     first; ``path`` is the store to fill (a new file, or the URL of an empty database).
+
+    ``keep`` (SQLite): a file kept after the run; when an earlier run with the same ``n``
+    and ``scopes`` filled it, the ingest is skipped (``ingest_per_s`` is then None) and
+    only the searches are timed, so that two versions can be timed on one store.
 
     With ``old_path`` (SQLite only) the same file is also searched through the former
     store-wide vector matrix, alternated with the scoped index query by query.
@@ -131,23 +152,31 @@ def run(n: int = 100_000, queries: int = 200, progress: bool = True, embed: bool
     texts = synthetic_texts(n)
     with tempfile.TemporaryDirectory(prefix="remem-scale-") as tmp:
         # a store URL (an empty PostgreSQL database) or a file; default a temporary file
-        target = path or Path(tmp) / "scale.db"
+        target = path or keep or Path(tmp) / "scale.db"
+        reuse = keep is not None and _filled(Path(keep), n, scopes)
+        if keep is not None and not reuse and Path(keep).exists():
+            raise ValidationError("keep", f"{keep} exists but was not filled by this bench "
+                                  f"with --n {n} --scopes {scopes}; give a new path")
         config = Config(run_worker=False)
         memory = Memory(target, config=config)
         others: list[Memory] = []
+        ingest_s: float | None = None
         try:
-            start = time.perf_counter()
-            batch = 100
-            shown = Reporter("ingest", n) if progress else None
-            for i in range(0, n, batch):
-                memory.add(texts[i : i + batch], user_id=f"scale{(i // batch) % scopes}",
-                           session_id=f"s{i // 1000}")
+            if not reuse:
+                start = time.perf_counter()
+                batch = 100
+                shown = Reporter("ingest", n) if progress else None
+                for i in range(0, n, batch):
+                    memory.add(texts[i : i + batch], user_id=f"scale{(i // batch) % scopes}",
+                               session_id=f"s{i // 1000}")
+                    if shown is not None:
+                        shown.advance(min(batch, n - i))
                 if shown is not None:
-                    shown.advance(min(batch, n - i))
-            if shown is not None:
-                shown.close()
-            ingest_s = time.perf_counter() - start
-            _fill_vectors(memory, texts, embed)
+                    shown.close()
+                ingest_s = time.perf_counter() - start
+                _fill_vectors(memory, texts, embed)
+                if keep is not None:
+                    memory.store.set_meta("bench_scale", f"{n}/{scopes}")
             paths = {"scoped": memory}
             sqlite = "://" not in str(target)
             # each path its own embedder: a query cached by one must not speed up another
@@ -222,7 +251,8 @@ def run(n: int = 100_000, queries: int = 200, progress: bool = True, embed: bool
                                "ann_threshold": config.ann_threshold,
                                "ann_build_s": index_stats.ann_build_s,
                                "matrix_bytes": index_stats.matrix_bytes,
-                               "ann_bytes": index_stats.ann_bytes}
+                               "ann_bytes": index_stats.ann_bytes,
+                               "ann_graphs": sorted(set(getattr(index, "graph_origin", {}).values()))}
     if "old" in timings:
         out["old"] = {"search_ms": _ms(timings["old"]), "vector_ms": _ms(vector["old"]),
                       "index_load_s": loaded["old"]}
@@ -242,7 +272,7 @@ def run(n: int = 100_000, queries: int = 200, progress: bool = True, embed: bool
         out["search_p50_over_against"] = round(
             percentile(timings["scoped"], 50) / max(percentile(timings["against"], 50), 1e-9), 2)
     out.update({
-        "ingest_per_s": round(n / ingest_s, 1),
+        "ingest_per_s": None if ingest_s is None else round(n / ingest_s, 1),
         "embed_per_s": round(embed_rate, 1),
         "vectors": "embedded" if embed else "synthetic (real embeddings of 512 texts plus noise)",
         "size_bytes": size,

@@ -282,6 +282,9 @@ def scale(
     against: Annotated[list[str] | None, typer.Option(
         "--against", help="Also time each search with this retrieval setting, KEY=VALUE "
         "(repeatable; e.g. fusion=rrf), alternated with the default one.")] = None,
+    keep: Annotated[Path | None, typer.Option(
+        "--keep", dir_okay=False, help="Keep the SQLite store in this file; a file an earlier "
+        "run filled with the same --n and --scopes is searched again without ingesting.")] = None,
     progress: ProgressOpt = True,
     as_json: JsonOpt = False,
 ) -> None:
@@ -292,7 +295,8 @@ def scale(
     run = load_runner("scale")
     with boundary():
         result = run(n=n, queries=queries, progress=progress, path=store, scopes=scopes,
-                     old_path=old_path, against=_pairs(against, "--against") if against else None)
+                     old_path=old_path, against=_pairs(against, "--against") if against else None,
+                     keep=None if keep is None else str(keep))
     report(f"scale (n={n})", result, as_json)
 
 

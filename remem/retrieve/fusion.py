@@ -11,7 +11,7 @@ from typing import Any
 
 import numpy as np
 
-__all__ = ["WEIGHTS_FILE", "LearnedFusion", "load_fusion", "rrf"]
+__all__ = ["WEIGHTS_FILE", "LearnedFusion", "load_fusion", "rrf", "rrf_add"]
 
 #: The learned fusion shipped in this package.
 WEIGHTS_FILE = "fusion_weights.json"
@@ -28,11 +28,21 @@ def rrf(
     scores: dict[int, float] = {}
     ranks: dict[int, dict[str, int]] = {}
     for channel, ids in rankings.items():
-        weight = weights.get(channel, 1.0)
-        for rank, item in enumerate(ids, start=1):
-            scores[item] = scores.get(item, 0.0) + weight / (k + rank)
-            ranks.setdefault(item, {})[channel] = rank
+        rrf_add(scores, ranks, channel, ids, weights.get(channel, 1.0), k)
     return scores, ranks
+
+
+def rrf_add(scores: dict[int, float], ranks: dict[int, dict[str, int]], channel: str,
+            ids: Sequence[int], weight: float, k: float) -> None:
+    """Add one more channel to what :func:`rrf` returned, in place: the same sums as
+    :func:`rrf` over all the channels, which adds them in the same order."""
+    for rank, item in enumerate(ids, start=1):
+        scores[item] = scores.get(item, 0.0) + weight / (k + rank)
+        got = ranks.get(item)
+        if got is None:
+            ranks[item] = {channel: rank}
+        else:
+            got[channel] = rank
 
 
 @dataclass(frozen=True)

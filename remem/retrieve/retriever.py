@@ -2,8 +2,8 @@
 
 from __future__ import annotations
 
-from concurrent.futures import ThreadPoolExecutor
-from dataclasses import dataclass
+from concurrent.futures import Future, ThreadPoolExecutor
+from dataclasses import dataclass, field
 from datetime import datetime, timezone
 from itertools import zip_longest
 
@@ -14,8 +14,8 @@ from ..embed import Embedder
 from ..model import Hit, MemoryItem, Scope
 from ..store.base import Filters, Store
 from ..text import estimate_tokens, words
-from .features import FEATURES, feature_matrix
-from .fusion import LearnedFusion, load_fusion, rrf
+from .features import FEATURES, feature_matrix, item_words
+from .fusion import LearnedFusion, load_fusion, rrf, rrf_add
 from .query import STOPWORDS, QueryPlan, analyse
 
 __all__ = ["EDGE_WEIGHTS", "Candidates", "Retriever"]
@@ -28,7 +28,8 @@ EDGE_WEIGHTS = {"co_used": 1.0, "derived_from": 0.8, "mentions": 0.5, "same_topi
 @dataclass(frozen=True)
 class Candidates:
     """What the channels found for one query: the pool (best by rank fusion first), its
-    rows, each one's rank per channel, its fused score, and its features."""
+    rows, each one's rank per channel, its fused score, and its features; each row's
+    distinct words and token estimate, worked out once for the features and the packing."""
 
     plan: QueryPlan
     rowids: list[int]
@@ -37,6 +38,8 @@ class Candidates:
     fused: dict[int, float]
     reasons: dict[str, str]
     features: np.ndarray
+    bags: dict[int, frozenset[str]] = field(default_factory=dict)
+    tokens: dict[int, int] = field(default_factory=dict)
 
 
 def _near(a: frozenset[str], b: frozenset[str]) -> bool:
@@ -86,21 +89,21 @@ class Retriever:
         items = found.items
         if cfg.diversity > 0:
             ordered = self._diversify(ordered, scores, items, cfg.diversity)
-        sources = self.store.sources(ordered[: max(k * 3, k + 30)])
         hits: list[int] = []
         shown: tuple[list[frozenset[str]], list[frozenset[str]]] = ([], [])  # memories, turns
         used = 0
-        for rowid in ordered:
-            if rowid not in items or rowid not in sources:
+        bags, tokens = found.bags, found.tokens
+        for rowid in ordered[: max(k * 3, k + 30)]:  # the best of the pool only
+            if rowid not in items:
                 continue
             item = items[rowid]
-            bag = frozenset(words(item.text))
+            bag = bags.get(rowid) or item_words(item)
             # a near-duplicate of a hit of its own sort above (turn of turn, memory of
             # memory) says nothing new; a memory and the turn it restates both stay
             if cfg.collapse and any(_near(bag, o) for o in shown[item.is_episode]):
                 continue
             if budget_tokens is not None:
-                cost = estimate_tokens(items[rowid].text)
+                cost = tokens.get(rowid) or estimate_tokens(item.text)
                 if used + cost > budget_tokens:
                     continue
                 used += cost
@@ -108,11 +111,12 @@ class Retriever:
             shown[item.is_episode].append(bag)
             if len(hits) >= k:
                 break
+        sources = self.store.sources(hits)
         return [
             Hit.model_construct(
                 memory=items[r], score=scores[r], channels=found.ranks[r],
                 reasons=[found.reasons[c] for c in found.ranks[r]], sources=sources[r],
-                tokens=estimate_tokens(items[r].text),
+                tokens=tokens.get(r) or estimate_tokens(items[r].text),
             )
             for r in hits
         ]
@@ -130,10 +134,16 @@ class Retriever:
         plan = analyse(query, now)
         rankings: dict[str, list[int]] = {}
         reasons: dict[str, str] = {}
-        # the model embeds the query while SQLite runs the full-text search (both let go
-        # of the GIL), so a search costs the slower of the two, not their sum
-        embedding = self._executor.submit(self.embedder.embed_queries, [query]) \
-            if cfg.weight_vector > 0 else None
+        # an embedder that lets go of the GIL (a remote model) embeds the query while the
+        # full-text search runs, so a search costs the slower of the two, not their sum;
+        # one that holds it would only be slowed down by the Python work beside it
+        embedding: Future[np.ndarray] | None = None
+        if cfg.weight_vector > 0:
+            if getattr(self.embedder, "parallel_queries", True):
+                embedding = self._executor.submit(self.embedder.embed_queries, [query])
+            else:
+                embedding = Future()
+                embedding.set_result(self.embedder.embed_queries([query]))
         text_hits = self.store.fulltext(plan.terms, scope, filters, cfg.candidates,
                                         cfg.weight_context)
         bm25 = dict(text_hits)
@@ -143,6 +153,10 @@ class Retriever:
         if aspects:
             rankings["aspects"] = aspects
             reasons["aspects"] = "matches one of the people or things the query names"
+        size = max(k * 4, k + 20, cfg.pool)
+        # rows the pool will likely hold, read while the model is still embedding the query
+        early = self._early(rankings["fulltext"][:size]) \
+            if embedding is not None and not embedding.done() else {}
         cosine: dict[int, float] = {}
         if embedding is not None:
             vec = embedding.result()[0]
@@ -166,43 +180,59 @@ class Retriever:
                    "speaker": cfg.weight_speaker, "graph": cfg.weight_graph,
                    "evidence": cfg.weight_evidence, "aspects": cfg.weight_aspects}
         scores, ranks = rrf(rankings, weights, cfg.rrf_k)
-        if plan.names and cfg.weight_speaker > 0 and scores:
+
+        def add(channel: str, ids: list[int]) -> None:  # what rrf() over all channels gives
+            rankings[channel] = ids
+            rrf_add(scores, ranks, channel, ids, weights.get(channel, 1.0), cfg.rrf_k)
+
+        names = plan.names
+        if names and cfg.weight_speaker > 0 and scores:
             roles = self.store.roles(list(scores))
-            rankings["speaker"] = [r for r in sorted(scores, key=scores.__getitem__, reverse=True)
-                                   if (roles.get(r) or "").lower() in plan.names]
+            add("speaker", [r for r in sorted(scores, key=scores.__getitem__, reverse=True)
+                            if (roles.get(r) or "").lower() in names])
             reasons["speaker"] = "said by someone the query names"
-            scores, ranks = rrf(rankings, weights, cfg.rrf_k)
         if cfg.neighbor_seeds and cfg.weight_neighbor > 0 and scores:
             seeds = sorted(scores, key=scores.__getitem__, reverse=True)[: cfg.neighbor_seeds]
             pairs = self.store.neighbors(seeds, cfg.neighbor_window, scope, filters)
             order = {s: i for i, s in enumerate(seeds)}
             # a turn next to several seeds counts once, at its best seed's rank
-            rankings["neighbor"] = list(dict.fromkeys(
-                n for n, _ in sorted(pairs, key=lambda p: order[p[1]])))
+            add("neighbor", list(dict.fromkeys(
+                n for n, _ in sorted(pairs, key=lambda p: order[p[1]]))))
             reasons["neighbor"] = "next to a strong hit in the same conversation"
-            scores, ranks = rrf(rankings, weights, cfg.rrf_k)
         if cfg.weight_graph > 0 and scores:
             seeds = sorted(scores, key=scores.__getitem__, reverse=True)[: max(cfg.neighbor_seeds, 5)]
             linked = self._linked(seeds, scope, filters)
             if linked:
-                rankings["graph"] = linked
+                add("graph", linked)
                 reasons["graph"] = "linked to a strong hit (same entity, used together, derived)"
-                scores, ranks = rrf(rankings, weights, cfg.rrf_k)
-        size = max(k * 4, k + 20, cfg.pool)
         pool = sorted(scores, key=lambda r: (-scores[r], r))[:size]
-        items = self.store.get_rows(pool)
+        items = self._rows(pool, early)
         if cfg.weight_evidence > 0 and items:
             cited = self._evidence(pool, items, scope, filters)
             if cited:
-                rankings["evidence"] = cited
+                add("evidence", cited)
                 reasons["evidence"] = "cited by a matching memory"
-                scores, ranks = rrf(rankings, weights, cfg.rrf_k)
                 pool = list(dict.fromkeys(pool + [r for r in cited if r not in items]))
-                items.update(self.store.get_rows([r for r in pool if r not in items]))
+                items.update(self._rows([r for r in pool if r not in items], early))
         pool = [r for r in pool if r in items]
-        features = feature_matrix(plan, pool, items, ranks, scores, bm25, cosine)
+        bags = {r: early[r][1] if r in early else item_words(items[r]) for r in pool}
+        tokens = {r: early[r][2] if r in early else estimate_tokens(items[r].text) for r in pool}
+        features = feature_matrix(plan, pool, items, ranks, scores, bm25, cosine,
+                                  bags=bags, tokens=tokens)
         return Candidates(plan, pool, items, {r: ranks[r] for r in pool},
-                          {r: scores[r] for r in pool}, reasons, features)
+                          {r: scores[r] for r in pool}, reasons, features, bags, tokens)
+
+    def _early(self, rowids: list[int]) -> dict[int, tuple[MemoryItem, frozenset[str], int]]:
+        """Rows with their words and token estimates, read ahead of need."""
+        return {r: (item, item_words(item), estimate_tokens(item.text))
+                for r, item in self.store.get_rows(rowids).items()}
+
+    def _rows(self, rowids: list[int],
+              early: dict[int, tuple[MemoryItem, frozenset[str], int]]) -> dict[int, MemoryItem]:
+        """The rows of ``rowids`` that exist, those read ahead taken from ``early``."""
+        out = {r: early[r][0] for r in rowids if r in early}
+        out.update(self.store.get_rows([r for r in rowids if r not in early]))
+        return out
 
     def _aspects(self, plan: QueryPlan, scope: Scope, filters: Filters) -> list[int]:
         """For a query naming several people or things, the full-text hits of each name

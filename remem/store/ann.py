@@ -8,6 +8,8 @@ False and callers scan exactly.
 
 from __future__ import annotations
 
+import os
+from pathlib import Path
 from typing import Any
 
 import numpy as np
@@ -41,8 +43,43 @@ class HnswIndex:
         if index is None:
             raise RuntimeError("the approximate vector index needs usearch: pip install 'remem[ann]'")
         self._threads = threads
+        self._expansion_search = expansion_search
         self._index = index(ndim=dim, metric="ip", dtype="f16", connectivity=_CONNECTIVITY,
                             expansion_add=_EXPANSION_ADD, expansion_search=expansion_search)
+
+    @classmethod
+    def load(cls, path: str | os.PathLike[str], dim: int, expansion_search: int = 128,
+             threads: int = 0) -> HnswIndex:
+        """The graph :meth:`save` wrote to ``path``; a ValueError when the file is not
+        such a graph of ``dim`` dimensions (usearch's own error when it is unreadable)."""
+        out = cls(dim, expansion_search, threads)
+        out._index.load(str(path))
+        index = out._index
+        if index.ndim != dim or index.connectivity != _CONNECTIVITY or "F16" not in str(index.dtype):
+            raise ValueError(f"{path} holds a graph of other dimensions or settings")
+        index.expansion_add = _EXPANSION_ADD
+        index.expansion_search = expansion_search
+        return out
+
+    def save(self, path: str | os.PathLike[str]) -> None:
+        """Write the graph to ``path`` (through a temporary file and a rename, so that a
+        reader never sees half a graph)."""
+        tmp = Path(f"{path}.{os.getpid()}.tmp")
+        try:
+            self._index.save(str(tmp))
+            os.replace(tmp, path)
+        finally:
+            tmp.unlink(missing_ok=True)
+
+    def keys(self) -> np.ndarray:
+        """Every key in the graph, ascending."""
+        return np.sort(np.asarray(self._index.keys, dtype=np.int64))
+
+    def vectors(self, keys: np.ndarray) -> np.ndarray:
+        """The graph's (float16) copies of the vectors under ``keys``, as float32."""
+        if not len(keys):
+            return np.empty((0, self._index.ndim), dtype=np.float32)
+        return np.asarray(self._index.get(np.asarray(keys, dtype=np.uint64)), dtype=np.float32)
 
     def __len__(self) -> int:
         return len(self._index)

@@ -27,16 +27,38 @@ def dt(value: float | None) -> datetime | None:
     return None if value is None else datetime.fromtimestamp(value, timezone.utc)
 
 
+_ITEM_FIELDS = ("id", "kind", "text", "status", "subject", "role", "maturity", "version",
+                "pinned", "org_id", "user_id", "agent_id", "project", "session_id", "metadata",
+                "event_time", "observed_at", "created_at", "updated_at", "valid_from",
+                "valid_to", "sources")
+# a search hydrates a hundred rows or more: building the instance the way model_construct
+# does, minus its per-field default handling, is 5-8x faster; only while the model has
+# exactly these fields, no private attributes and no extra fields, where the two agree
+_DIRECT = (_ITEM_FIELDS == tuple(MemoryItem.model_fields) and not MemoryItem.__private_attributes__
+           and MemoryItem.model_config.get("extra") != "allow")
+
+
 def row_to_item(row: Sequence[Any], sources: list[str]) -> MemoryItem:
     """A memory from a row of :data:`COLUMNS` and the ids of its sources."""
-    return MemoryItem.model_construct(
-        id=row[1], kind=row[2], text=row[3], status=row[4], subject=row[5], role=row[6],
-        maturity=row[7], version=row[8], pinned=bool(row[9]), org_id=row[10], user_id=row[11],
-        agent_id=row[12], project=row[13], session_id=row[14], metadata=json.loads(row[15]),
-        event_time=dt(row[16]), observed_at=dt(row[17]), created_at=dt(row[18]),
-        updated_at=dt(row[19]), valid_from=dt(row[20]), valid_to=dt(row[21]),
-        sources=sources,
-    )
+    meta = row[15]
+    values = {
+        "id": row[1], "kind": row[2], "text": row[3], "status": row[4], "subject": row[5],
+        "role": row[6], "maturity": row[7], "version": row[8], "pinned": bool(row[9]),
+        "org_id": row[10], "user_id": row[11], "agent_id": row[12], "project": row[13],
+        "session_id": row[14], "metadata": {} if meta == "{}" else json.loads(meta),
+        "event_time": dt(row[16]), "observed_at": dt(row[17]), "created_at": dt(row[18]),
+        "updated_at": dt(row[19]), "valid_from": dt(row[20]), "valid_to": dt(row[21]),
+        "sources": sources,
+    }
+    if not _DIRECT:  # pragma: no cover - a model changed under this function
+        return MemoryItem.model_construct(**values)
+    item = MemoryItem.__new__(MemoryItem)
+    setattr_ = object.__setattr__
+    setattr_(item, "__dict__", values)
+    setattr_(item, "__pydantic_fields_set__", set(_ITEM_FIELDS))
+    setattr_(item, "__pydantic_extra__", None)
+    setattr_(item, "__pydantic_private__", None)
+    return item
 
 
 def job_info(row: Sequence[Any]) -> JobInfo:

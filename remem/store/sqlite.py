@@ -54,7 +54,7 @@ from .rows import row_to_item as _row_to_item
 from .schema import APPLICATION_ID, MIGRATIONS, SCHEMA_VERSION
 from .shares import ShareOps
 from .sqlite_copy import SQLiteCopy
-from .vectors import VectorIndex
+from .vectors import VectorIndex, graph_dir
 from .vectors_flat import FlatVectorIndex
 
 __all__ = ["SQLiteStore", "require_store_file"]
@@ -158,7 +158,9 @@ class SQLiteStore(DerivedOps, InjectionOps, ShareOps, AuditOps, SQLiteCopy):
         # an in-memory database lives while one connection to it is open
         self._anchor = self._local.handle if self._uri else None
         self.vectors: VectorIndex | FlatVectorIndex = FlatVectorIndex(dim) \
-            if vector_index == "flat" else VectorIndex(dim, ann_threshold=ann_threshold)
+            if vector_index == "flat" else VectorIndex(
+                dim, ann_threshold=ann_threshold,
+                graph_dir=None if self._uri else graph_dir(self.path))
         self.fulltext_index = FulltextIndex()
         #: a store with at least this many passages loads its full-text index in the background
         self.fulltext_warm_rows = _WARM_ROWS
@@ -831,8 +833,12 @@ class SQLiteStore(DerivedOps, InjectionOps, ShareOps, AuditOps, SQLiteCopy):
         parts, args = [], []
         for seed in rowids:
             for op, order in (("<", "DESC"), (">", "ASC")):
+                # the session's index: left to itself SQLite walks the user's rows from the
+                # seed, which for a seed at either end of its session means every row of the
+                # user on that side (150 ms at 100k) before it finds there is none
                 parts.append(
-                    f"SELECT * FROM (SELECT n.rowid, {int(seed)} FROM memories n WHERE n.session_id = "
+                    f"SELECT * FROM (SELECT n.rowid, {int(seed)} FROM memories n "
+                    f"INDEXED BY memories_session WHERE n.session_id = "
                     f"(SELECT session_id FROM memories WHERE rowid = {int(seed)} AND raw = 1) "
                     f"AND n.raw = 1 AND n.rowid {op} {int(seed)} AND {where} AND {fwhere} "
                     f"ORDER BY n.rowid {order} LIMIT ?)")

@@ -7,20 +7,30 @@ exactly; a larger one is searched through an HNSW index (:mod:`.ann`) whose cand
 scored again exactly, and is scanned exactly when usearch is not installed, while its graph
 is still being built in the background, or when the search names a session.
 
-SQLite stays the only durable copy: groups are rebuilt from its BLOBs when a store is
-opened and kept current by loading rows added since the last look and dropping the rows
-the ``vector_deletions`` log names. The store checks every candidate against its scope
-wall and filters in SQL (``accept``), so the index narrows a search and never widens it.
+SQLite stays the only durable copy of the vectors: groups are rebuilt from its BLOBs when
+a store is opened and kept current by loading rows added since the last look and dropping
+the rows the ``vector_deletions`` log names. A graph, which takes minutes to build for
+100k rows, is saved beside the store file (``graph_dir``) and loaded again by the next
+process when it still matches the store: the same keys (vector rowids) and vectors up to
+the row it was saved at, none of them deleted since; otherwise it is built anew. The
+graph holds float16 copies of the vectors, so a deletion (a purge, a re-embedding) also
+deletes the saved graph that holds the vector: a purged vector does not stay on disk.
+The store checks every candidate against its scope wall and filters in SQL (``accept``),
+so the index narrows a search and never widens it.
 """
 
 from __future__ import annotations
 
+import hashlib
+import json
 import logging
+import os
 import sqlite3
 import threading
 import time
 from collections.abc import Callable
 from dataclasses import dataclass
+from pathlib import Path
 
 import numpy as np
 
@@ -28,7 +38,7 @@ from ..model import Scope
 from . import ann
 from .clauses import NESTED_FIELDS
 
-__all__ = ["VectorIndex", "VectorStats"]
+__all__ = ["VectorIndex", "VectorStats", "graph_dir"]
 
 log = logging.getLogger(__name__)
 
@@ -42,6 +52,11 @@ WHERE v.rowid > ? ORDER BY v.rowid LIMIT ?
 _LOAD_BATCH = 50_000
 
 Key = tuple[str, str | None, str | None, str | None]
+
+#: the saved graph's manifest format; a manifest of another one is ignored (rebuilt)
+_GRAPH_FORMAT = 1
+#: float16 copies of unit vectors differ from the float32 rows by less than this
+_F16_TOLERANCE = 4e-3
 
 
 @dataclass(frozen=True)
@@ -79,13 +94,16 @@ class _Group:
         self.dead = 0
         self.matrix = np.empty((64, dim), dtype=np.float32)
         self.memory = np.empty(64, dtype=np.int64)
+        self.vrowid = np.empty(64, dtype=np.int64)  # ascending: rows come in rowid order
         self.session = np.empty(64, dtype=np.int32)
         self.alive = np.ones(64, dtype=bool)
         self.ann: ann.HnswIndex | None = None
         self.building = False
 
-    def append(self, vectors: np.ndarray, memory: np.ndarray, session: np.ndarray) -> int:
-        """Add rows; returns the position of the first."""
+    def append(self, vectors: np.ndarray, memory: np.ndarray, session: np.ndarray,
+               vrowid: np.ndarray) -> int:
+        """Add rows (``vrowid`` ascending, above every row held); returns the position of
+        the first."""
         start, need = self.n, self.n + len(vectors)
         cap = len(self.memory)
         if need > cap:
@@ -93,15 +111,17 @@ class _Group:
                 cap *= 2
             self.matrix = np.resize(self.matrix, (cap, self.matrix.shape[1]))
             self.memory = np.resize(self.memory, cap)
+            self.vrowid = np.resize(self.vrowid, cap)
             self.session = np.resize(self.session, cap)
             self.alive = np.resize(self.alive, cap)
         self.matrix[start:need] = vectors
         self.memory[start:need] = memory
+        self.vrowid[start:need] = vrowid
         self.session[start:need] = session
         self.alive[start:need] = True
         self.n = need
         if self.ann is not None:
-            self.ann.add(np.arange(start, need), vectors)
+            self.ann.add(vrowid, vectors)
         return start
 
     def kill(self, positions: np.ndarray) -> None:
@@ -109,12 +129,13 @@ class _Group:
         self.alive[positions] = False
         self.dead += len(positions)
         if self.ann is not None:
-            self.ann.remove(positions)
+            self.ann.remove(self.vrowid[positions])
 
-    def snapshot(self) -> tuple[int, np.ndarray, np.ndarray]:
-        """The row count, the live positions and a copy of their vectors, to index."""
+    def snapshot(self) -> tuple[int, np.ndarray, np.ndarray, np.ndarray]:
+        """The row count, the live positions, their vector rowids (the graph's keys) and a
+        copy of their vectors, to index."""
         live = np.flatnonzero(self.alive[: self.n])
-        return self.n, live, self.matrix[live].copy()
+        return self.n, live, self.vrowid[live].copy(), self.matrix[live].copy()
 
     def install(self, index: ann.HnswIndex, n: int, live: np.ndarray) -> None:
         """Use ``index``, built from a snapshot of ``n`` rows, once it has caught up with
@@ -122,10 +143,10 @@ class _Group:
         later = np.arange(n, self.n)
         later = later[self.alive[later]]
         if len(later):
-            index.add(later, self.matrix[later])
+            index.add(self.vrowid[later], self.matrix[later])
         gone = live[~self.alive[live]]
         if len(gone):
-            index.remove(gone)
+            index.remove(self.vrowid[gone])
         self.ann = index
 
     def top(self, query: np.ndarray, take: int, session: int | None) -> tuple[np.ndarray, np.ndarray]:
@@ -134,8 +155,10 @@ class _Group:
         if session is not None:
             rows = np.flatnonzero((self.session[:n] == session) & self.alive[:n])
         elif self.ann is not None:
-            rows = self.ann.candidates(query, max(2 * take, 64))
-            rows = rows[(rows >= 0) & (rows < n)]
+            keys = self.ann.candidates(query, max(2 * take, 64))
+            rows = np.searchsorted(self.vrowid[:n], keys)
+            inside = rows < n
+            rows = rows[inside][self.vrowid[rows[inside]] == keys[inside]]
             rows = rows[self.alive[rows]]
         else:
             rows = None
@@ -156,19 +179,46 @@ class _Group:
         return scores[keep], self.memory[positions[keep]]
 
 
+def graph_dir(store_path: str) -> Path:
+    """The folder beside a store file where its vector graphs are saved."""
+    return Path(f"{store_path}.hnsw")
+
+
+def _same_vectors(index: ann.HnswIndex, keys: np.ndarray, vectors: np.ndarray) -> bool:
+    """Whether the graph's copies of the vectors under ``keys`` are ``vectors`` (read in
+    slices: the float32 copy of a whole graph would double its memory for a moment)."""
+    for i in range(0, len(keys), 20_000):
+        if np.abs(index.vectors(keys[i : i + 20_000]) - vectors[i : i + 20_000]).max() > _F16_TOLERANCE:
+            return False
+    return True
+
+
+def _digest(path: Path) -> str:
+    digest = hashlib.blake2b()
+    with path.open("rb") as f:
+        while chunk := f.read(1 << 20):
+            digest.update(chunk)
+    return digest.hexdigest()
+
+
 class VectorIndex:
     """In-memory copy of the ``vectors`` table, grouped by scope key.
 
     ``ann_threshold``: a group with more live rows than this gets an approximate index
     (None: every search is exact). ``ann_threads``: threads that build one (0: all cores).
     One by default: a graph built by several threads depends on their timing, and a
-    reopened store must answer a query as it did before.
+    reopened store must answer a query as it did before. ``graph_dir``: the folder the
+    graphs are saved in and loaded from (None: built in each process, never saved).
     """
 
-    def __init__(self, dim: int, ann_threshold: int | None = 20_000, ann_threads: int = 1) -> None:
+    def __init__(self, dim: int, ann_threshold: int | None = 20_000, ann_threads: int = 1,
+                 graph_dir: str | os.PathLike[str] | None = None) -> None:
         self.dim = dim
         self.ann_threshold = ann_threshold
         self.ann_threads = ann_threads
+        self.graph_dir = None if graph_dir is None else Path(graph_dir)
+        #: how each graph came to be, by scope key: "built" or "loaded" (for stats and tests)
+        self.graph_origin: dict[Key, str] = {}
         #: build a scope's HNSW graph in a thread while exact scans answer (False: in the
         #: search that finds the scope too large, which then waits for it)
         self.background = True
@@ -221,7 +271,7 @@ class VectorIndex:
                 self._load(rows)
             if len(rows) < _LOAD_BATCH:
                 break
-        self._index_large_groups()
+        self._index_large_groups(conn)
 
     def _drop(self, conn: sqlite3.Connection, upto: int) -> None:
         gone = np.fromiter((r for (r,) in conn.execute(
@@ -237,6 +287,7 @@ class VectorIndex:
         for g in np.unique(self._group_of[at]):
             mine = at[self._group_of[at] == g]
             self._groups[self._keys[g]].kill(self._position[mine])
+            self._forget_saved(self._keys[g])
 
     def _load(self, rows: list[tuple]) -> None:
         vectors = np.frombuffer(b"".join(r[7] for r in rows), dtype=np.float32).reshape(
@@ -258,7 +309,8 @@ class VectorIndex:
             idx = np.asarray(members)
             start = group.append(
                 vectors[idx], np.asarray([rows[i][1] for i in members], dtype=np.int64),
-                np.asarray([self._session_code(rows[i][6]) for i in members], dtype=np.int32))
+                np.asarray([self._session_code(rows[i][6]) for i in members], dtype=np.int32),
+                np.asarray([rows[i][0] for i in members], dtype=np.int64))
             group_of[idx] = self._gid[key]
             position[idx] = np.arange(start, start + len(members))
         start, need = self._count, self._count + len(rows)
@@ -273,31 +325,121 @@ class VectorIndex:
         self._count = need
         self._last = rows[-1][0]
 
-    def _index_large_groups(self) -> None:
+    def _index_large_groups(self, conn: sqlite3.Connection) -> None:
         if self.ann_threshold is None or not ann.available():
             return
         grown, self._grown = self._grown, set()
-        for group in (self._groups[key] for key in grown):
+        for key in grown:
+            group = self._groups[key]
             if group.ann is None and not group.building and group.n - group.dead > self.ann_threshold:
                 group.building = True
-                snapshot = group.snapshot()
+                args = (key, group, *group.snapshot(), self._saved(conn, key), self._last_deletion)
                 if not self.background:
-                    self._build(group, *snapshot, locked=True)
+                    self._build(*args, locked=True)
                     continue
-                build = threading.Thread(target=self._build, args=(group, *snapshot),
+                build = threading.Thread(target=self._build, args=args,
                                          name="remem-hnsw", daemon=True)
                 self._builds = [b for b in self._builds if b.is_alive()] + [build]
                 build.start()
 
-    def _build(self, group: _Group, n: int, live: np.ndarray, vectors: np.ndarray, *,
-               locked: bool = False) -> None:
-        start = time.perf_counter()
+    def _graph_paths(self, key: Key) -> tuple[Path, Path]:
+        assert self.graph_dir is not None
+        name = hashlib.sha256(json.dumps(list(key)).encode()).hexdigest()[:24]
+        return self.graph_dir / f"{name}.usearch", self.graph_dir / f"{name}.json"
+
+    def _forget_saved(self, key: Key) -> None:
+        """Delete ``key``'s saved graph (one that still holds a deleted vector)."""
+        if self.graph_dir is None:
+            return
+        for path in self._graph_paths(key):
+            try:
+                path.unlink(missing_ok=True)
+            except OSError:  # read-only: the graph is not loaded anyway (see _saved)
+                log.warning("cannot delete the saved vector graph %s", path, exc_info=True)
+
+    def _saved(self, conn: sqlite3.Connection, key: Key) -> tuple[dict, np.ndarray] | None:
+        """The manifest of ``key``'s saved graph and the vector rowids deleted since it was
+        saved, when there is one and the deletion log still says what went since."""
+        if self.graph_dir is None:
+            return None
         try:
-            index = ann.HnswIndex(self.dim, threads=self.ann_threads)
-            for i in range(0, len(live), 100_000):
-                index.add(live[i : i + 100_000], vectors[i : i + 100_000])
+            manifest = json.loads(self._graph_paths(key)[1].read_text())
+            if manifest.get("format") != _GRAPH_FORMAT or manifest.get("key") != list(key) \
+                    or manifest.get("dim") != self.dim:
+                return None
+            since = int(manifest["deletion_pos"])
+        except (OSError, ValueError, KeyError, TypeError):
+            return None
+        (first,) = conn.execute("SELECT MIN(rowid) FROM vector_deletions").fetchone()
+        if first is not None and first > since + 1:
+            return None  # the log was cut short since: what went is unknown
+        gone = np.fromiter((r for (r,) in conn.execute(
+            "SELECT vector_rowid FROM vector_deletions WHERE rowid > ? AND rowid <= ?",
+            (since, self._last_deletion))), dtype=np.int64)
+        return manifest, gone
+
+    def _restore(self, key: Key, keys: np.ndarray, vectors: np.ndarray,
+                 saved: tuple[dict, np.ndarray]) -> ann.HnswIndex | None:
+        """The saved graph of ``key`` brought up to the snapshot (``keys`` and their
+        ``vectors``), or None when it does not match the store (then it is rebuilt)."""
+        manifest, gone = saved
+        graph, _ = self._graph_paths(key)
+        try:
+            if _digest(graph) != manifest["digest"]:
+                log.warning("the saved vector graph %s does not match its manifest; rebuilding", graph)
+                return None
+            index = ann.HnswIndex.load(graph, self.dim, threads=self.ann_threads)
+            stored = index.keys()
+            if np.isin(gone, stored).any():  # it holds a copy of a deleted vector
+                log.info("a vector of the saved graph %s was deleted; rebuilding", graph)
+                self._forget_saved(key)
+                return None
+            upto = int(manifest["last_rowid"])
+            held = keys <= upto
+            if not np.array_equal(stored, keys[held]) or not _same_vectors(
+                    index, keys[held], vectors[held]):
+                log.warning("the saved vector graph %s is not this store's; rebuilding", graph)
+                return None
+            index.add(keys[~held], vectors[~held])
+        except Exception:  # unreadable or of other settings: build it again
+            log.warning("the saved vector graph %s cannot be read; rebuilding", graph, exc_info=True)
+            return None
+        return index
+
+    def _save(self, key: Key, index: ann.HnswIndex, keys: np.ndarray, deletion_pos: int) -> None:
+        """Write ``key``'s graph and then its manifest (a reader checks the one against the
+        other, so that a graph and a manifest of two writers are never taken together)."""
+        if self.graph_dir is None:
+            return
+        graph, manifest = self._graph_paths(key)
+        try:
+            self.graph_dir.mkdir(parents=True, exist_ok=True)
+            index.save(graph)
+            body = {"format": _GRAPH_FORMAT, "key": list(key), "dim": self.dim,
+                    "count": len(keys), "last_rowid": int(keys.max()) if len(keys) else 0,
+                    "deletion_pos": deletion_pos, "digest": _digest(graph)}
+            tmp = manifest.with_name(f"{manifest.name}.{os.getpid()}.tmp")
+            tmp.write_text(json.dumps(body))
+            os.replace(tmp, manifest)
+        except OSError:  # a read-only folder: the graph is built again next time
+            log.warning("saving the vector graph to %s failed", graph, exc_info=True)
+
+    def _build(self, key: Key, group: _Group, n: int, live: np.ndarray, keys: np.ndarray,
+               vectors: np.ndarray, saved: tuple[dict, np.ndarray] | None, deletion_pos: int,
+               *, locked: bool = False) -> None:
+        start = time.perf_counter()
+        index = None if saved is None else self._restore(key, keys, vectors, saved)
+        origin = "loaded" if index is not None else "built"
+        try:
+            if index is None:
+                index = ann.HnswIndex(self.dim, threads=self.ann_threads)
+                for i in range(0, len(live), 100_000):
+                    index.add(keys[i : i + 100_000], vectors[i : i + 100_000])
+            if saved is None or origin == "built" or keys.max(initial=0) > int(saved[0]["last_rowid"]):
+                self._save(key, index, keys, deletion_pos)
         except Exception:  # the scope stays on exact scans, which answer the same
             log.exception("building the vector graph of one scope failed")
+            group.building = False
             return
         if locked:
             group.install(index, n, live)
@@ -305,9 +447,11 @@ class VectorIndex:
             with self._lock:
                 group.install(index, n, live)
         group.building = False
+        self.graph_origin[key] = origin
         took = time.perf_counter() - start
         self._ann_build_s += took
-        log.info("indexed %d vectors of one scope in %.1f s", len(live), took)
+        log.info("%s the vector graph of %d vectors of one scope in %.1f s", origin,
+                 len(live), took)
 
     def wait(self, timeout: float | None = None) -> bool:
         """Wait for the graphs being built; False when ``timeout`` ran out first."""
