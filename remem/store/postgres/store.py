@@ -281,6 +281,7 @@ class PostgresStore(PostgresOps, PostgresInjections, PostgresShares, PostgresAud
                 self._run("DROP INDEX passages_vec")
                 self._run("ALTER TABLE passages DROP COLUMN vec")
                 self._run(f"ALTER TABLE passages ADD COLUMN vec VECTOR({int(dim)})")
+                self._run("ALTER TABLE passages ALTER COLUMN vec SET STORAGE MAIN")
                 self._run("CREATE INDEX passages_vec ON passages USING hnsw (vec vector_cosine_ops)")
             else:
                 self._run("UPDATE passages SET vec = NULL WHERE vec IS NOT NULL")
