@@ -639,12 +639,12 @@ class PostgresStore(PostgresOps, PostgresInjections, PostgresShares, PostgresAud
         plain = f"plainto_tsquery('{TSCONFIG}', %s)"
         counts = ", ".join(f"(SELECT COUNT(*) FROM (SELECT 1 FROM passages WHERE body @@ {plain} "
                            f"LIMIT {_DF_CAP}) d)" for _ in terms)
-        row = self._one(f"SELECT (SELECT reltuples FROM pg_class WHERE oid = 'passages'::regclass), "
-                        f"{counts}", list(terms))
+        # an estimate is coarse on a small table: there it is counted, in the same statement
+        row = self._one(f"SELECT (SELECT CASE WHEN COALESCE(reltuples, 0) < {_DF_CAP * 5} "
+                        f"THEN (SELECT COUNT(*) FROM passages)::float8 ELSE reltuples END "
+                        f"FROM pg_class WHERE oid = 'passages'::regclass), {counts}", list(terms))
         assert row is not None
         n = float(row[0] or 0)
-        if n < _DF_CAP * 5:  # an estimate is coarse on a small table: count it
-            n = float(self._one("SELECT COUNT(*) FROM passages")[0])  # type: ignore[index]
         return [math.log(1 + (max(n, df) - df + 0.5) / (df + 0.5)) for df in row[1:]]
 
     def fulltext(self, terms: Sequence[str], scope: Scope, filters: Filters, limit: int,
@@ -658,18 +658,23 @@ class PostgresStore(PostgresOps, PostgresInjections, PostgresShares, PostgresAud
             return []
         plain = f"plainto_tsquery('{TSCONFIG}', %s)"
         weights = f"{{{float(context_weight)!r}, 0, 0, 1.0}}"
-        doc = "setweight(p.body, 'A') || setweight(p.context, 'D')"
-        match = "(p.body @@ q.q OR p.context @@ q.q)" if context_weight else "p.body @@ q.q"
-        score = " + ".join(f"%s * ts_rank('{weights}'::real[], {doc}, {plain}, 1)" for _ in terms)
+        match = "(p.body @@ t.q OR p.context @@ t.q)" if context_weight else "p.body @@ t.q"
+        # each term's query built once, and each matching row's weighted document once
+        # (the fence keeps the planner from repeating it in every term's rank)
+        each = ", ".join(f"{plain} AS q{i}" for i in range(len(terms)))
+        whole = " || ".join(f"q{i}" for i in range(len(terms)))
+        score = " + ".join(f"%s * ts_rank('{weights}'::real[], d.doc, t.q{i}, 1)"
+                           for i in range(len(terms)))
         where, params = _scope(scope)
         fwhere, fparams = _filters(filters)
-        weighed = [x for term, idf in zip(terms, self._idf(terms), strict=True) for x in (idf, term)]
         rows = self._all(
-            f"WITH q AS (SELECT {' || '.join([plain] * len(terms))} AS q) "
-            f"SELECT p.memory_rowid, {score} AS s "
-            f"FROM q, passages p JOIN memories m ON m.org_id = p.org_id AND m.rowid = p.memory_rowid "
-            f"WHERE {match} AND {where} AND {fwhere} ORDER BY s DESC, p.rowid LIMIT %s",
-            [*terms, *weighed, *params, *fparams, limit * 2])
+            f"WITH e AS MATERIALIZED (SELECT {each}), t AS MATERIALIZED (SELECT e.*, {whole} AS q FROM e) "
+            f"SELECT d.memory_rowid, {score} AS s FROM t, "
+            f"(SELECT p.rowid, p.memory_rowid, setweight(p.body, 'A') || setweight(p.context, 'D') "
+            f"AS doc FROM t, passages p JOIN memories m ON m.org_id = p.org_id "
+            f"AND m.rowid = p.memory_rowid WHERE {match} AND {where} AND {fwhere} OFFSET 0) d "
+            f"ORDER BY s DESC, d.rowid LIMIT %s",
+            [*terms, *self._idf(terms), *params, *fparams, limit * 2])
         best: dict[int, float] = {}
         for rowid, score_ in rows:
             best.setdefault(rowid, float(score_))
