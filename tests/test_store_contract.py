@@ -331,6 +331,32 @@ def test_fulltext_weighs_the_neighbouring_turns_less(store: Store) -> None:
     assert answer not in [r for r, _ in store.fulltext(["port"], s1, ALL, 5, context_weight=0.0)]
 
 
+def test_a_batch_gives_each_turn_its_neighbours_words_across_sessions_and_batches(
+        store: Store) -> None:
+    s1, s2 = Scope(user_id="alice", session_id="s1"), Scope(user_id="alice", session_id="s2")
+    store.insert([episode("e_1", "the deploy failed", s1, at=1.0),
+                  episode("e_x", "lunch plans", s2, at=2.0)], None)
+    # a later batch, interleaving two sessions, with a memory citing a turn of its own batch
+    store.insert([episode("e_2", "kubernetes", s1, at=3.0), episode("e_y", "ramen", s2, at=4.0),
+                  episode("e_3", "retry it", s1, at=5.0),
+                  derived("m_1", "the deploy failed twice", ("e_2",), s1)], None)
+    r = store.rowids(["e_1", "e_2", "e_3", "e_x", "e_y", "m_1"])
+
+    def by_context(word: str, scope: Scope) -> set[int]:
+        body = {h for h, _ in store.fulltext([word], scope, ALL, 10, context_weight=0.0)}
+        return {h for h, _ in store.fulltext([word], scope, ALL, 10)} - body
+
+    # the turn before the batch now holds the batch's first turn of its session, not another's
+    assert by_context("kubernetes", s1) == {r["e_1"], r["e_3"]}
+    assert by_context("ramen", s2) == {r["e_x"]}
+    assert by_context("lunch", s2) == {r["e_y"]}
+    assert by_context("retry", s1) == {r["e_2"]}
+    assert store.sources([r["m_1"]])[r["m_1"]][0].id == "e_2"
+    pairs = store.neighbors([r["e_3"], r["e_x"], r["e_2"]], 2, ALICE, ALL)
+    assert pairs == [(r["e_2"], r["e_3"]), (r["e_1"], r["e_3"]), (r["e_y"], r["e_x"]),
+                     (r["e_1"], r["e_2"]), (r["e_3"], r["e_2"])]
+
+
 def test_vector_search_is_exact_and_walled(store: Store) -> None:
     store.insert([episode(f"e_{i}", f"turn {i}") for i in range(4)], None)
     store.insert([episode("e_bob", "bob's", BOB)], None)

@@ -281,6 +281,7 @@ class PostgresStore(PostgresOps, PostgresInjections, PostgresShares, PostgresAud
                 self._run("DROP INDEX passages_vec")
                 self._run("ALTER TABLE passages DROP COLUMN vec")
                 self._run(f"ALTER TABLE passages ADD COLUMN vec VECTOR({int(dim)})")
+                self._run("ALTER TABLE passages ALTER COLUMN vec SET STORAGE MAIN")
                 self._run("CREATE INDEX passages_vec ON passages USING hnsw (vec vector_cosine_ops)")
             else:
                 self._run("UPDATE passages SET vec = NULL WHERE vec IS NOT NULL")
@@ -305,31 +306,48 @@ class PostgresStore(PostgresOps, PostgresInjections, PostgresShares, PostgresAud
 
     # --- writes -----------------------------------------------------------------------
 
+    def _returning(self, sql: str, rows: Sequence[Sequence[Any]]) -> list[int]:
+        """Run one INSERT ... RETURNING rowid per row, pipelined in one round trip; the
+        rowids in the order of the rows."""
+        if not rows:
+            return []
+        out: list[int] = []
+        with self._local.conn.cursor() as cur:
+            cur.executemany(sql, rows, returning=True)
+            while True:
+                out.append(int(cur.fetchone()[0]))  # type: ignore[index]
+                if not cur.nextset():
+                    break
+        self._local.dirty = True
+        return out
+
     def _insert_passages(self, org: str, memory_rowid: int, passages: Sequence[str],
                          context: str = "") -> list[int]:
-        rowids = []
-        for seq, text in enumerate(passages):
-            row = self._local.conn.execute(
-                f"INSERT INTO passages (org_id, memory_rowid, seq, text, tokens, body, context) "
-                f"VALUES (%s, %s, %s, %s, %s, to_tsvector('{TSCONFIG}', %s), "
-                f"to_tsvector('{TSCONFIG}', %s)) RETURNING rowid",
-                (org, memory_rowid, seq, text, estimate_tokens(text), segment(text), context),
-            ).fetchone()
-            rowids.append(int(row[0]))
-        self._local.dirty = True
-        return rowids
+        return self._insert_passage_rows(
+            [(org, memory_rowid, seq, text, context) for seq, text in enumerate(passages)])
+
+    def _insert_passage_rows(self, rows: Sequence[tuple[str, int, int, str, str]]) -> list[int]:
+        """Passages (org, memory rowid, seq, text, full-text context) in one round trip."""
+        return self._returning(
+            f"INSERT INTO passages (org_id, memory_rowid, seq, text, tokens, body, context) "
+            f"VALUES (%s, %s, %s, %s, %s, to_tsvector('{TSCONFIG}', %s), "
+            f"to_tsvector('{TSCONFIG}', %s)) RETURNING rowid",
+            [(org, rowid, seq, text, estimate_tokens(text), segment(text), context)
+             for org, rowid, seq, text, context in rows])
 
     def _adjacent(self, rowid: int, after: bool) -> tuple[int, str] | None:
         """The active episode just before (or after) this one in its session and scope."""
         op, order = (">", "ASC") if after else ("<", "DESC")
+        # the walk inside a lateral, so it stops at the first match (a join with the sort
+        # above it reads every earlier row of the table)
         row = self._one(
-            f"SELECT n.rowid, n.text FROM memories e JOIN memories n ON n.org_id = e.org_id "
+            f"SELECT n.rowid, n.text FROM memories e CROSS JOIN LATERAL (SELECT n.rowid, n.text "
+            f"FROM memories n WHERE n.org_id = e.org_id AND n.session_id = e.session_id "
             f"AND n.user_id IS NOT DISTINCT FROM e.user_id "
             f"AND n.agent_id IS NOT DISTINCT FROM e.agent_id "
-            f"AND n.project IS NOT DISTINCT FROM e.project "
-            f"AND n.session_id = e.session_id AND n.raw = 1 AND n.status = 'active' "
-            f"AND n.rowid {op} e.rowid WHERE e.rowid = %s AND e.session_id IS NOT NULL "
-            f"ORDER BY n.rowid {order} LIMIT 1", (rowid,))
+            f"AND n.project IS NOT DISTINCT FROM e.project AND n.raw = 1 AND n.status = 'active' "
+            f"AND n.rowid {op} e.rowid ORDER BY n.rowid {order} LIMIT 1) n "
+            f"WHERE e.rowid = %s AND e.session_id IS NOT NULL", (rowid,))
         return None if row is None else (int(row[0]), str(row[1]))
 
     def _context(self, rowid: int) -> str:
@@ -338,9 +356,32 @@ class PostgresStore(PostgresOps, PostgresInjections, PostgresShares, PostgresAud
         return " ".join(segment(n[1][:_CONTEXT_CHARS]) for n in near if n is not None)
 
     def _refresh_context(self, rowids: Iterable[int]) -> None:
-        for rowid in rowids:
-            self._run(f"UPDATE passages SET context = to_tsvector('{TSCONFIG}', %s) "
-                      f"WHERE memory_rowid = %s", (self._context(rowid), rowid))
+        self._many(f"UPDATE passages SET context = to_tsvector('{TSCONFIG}', %s) "
+                   f"WHERE memory_rowid = %s", [(self._context(r), r) for r in rowids])
+
+    def _batch_contexts(self, items: Sequence[NewMemory],
+                        rowids: Sequence[int]) -> tuple[dict[int, str], list[int]]:
+        """The full-text context of each new turn, and the turns before the batch whose
+        context must now hold the batch's first turn. New rows have the highest rowids,
+        so within a session a new turn's neighbours are the batch's own turns, but for
+        the first one's predecessor: one query per session instead of several per turn."""
+        chains: dict[tuple[Any, ...], list[tuple[int, str]]] = {}
+        for item, rowid in zip(items, rowids, strict=True):
+            s = item.scope
+            if item.raw and s.session_id is not None:
+                key = (s.org_id, s.user_id, s.agent_id, s.project, s.session_id)
+                chains.setdefault(key, []).append((rowid, item.text))
+        contexts: dict[int, str] = {}
+        before: list[int] = []
+        for chain in chains.values():
+            first = self._adjacent(chain[0][0], after=False)
+            if first is not None:
+                before.append(first[0])
+            texts = [None if first is None else first[1], *(t for _, t in chain), None]
+            for i, (rowid, _) in enumerate(chain):
+                near = (texts[i], texts[i + 2])
+                contexts[rowid] = " ".join(segment(t[:_CONTEXT_CHARS]) for t in near if t is not None)
+        return contexts, before
 
     def _around(self, rowids: Iterable[int]) -> set[int]:
         """The active episodes next to these ones, whose context holds their text."""
@@ -357,38 +398,38 @@ class PostgresStore(PostgresOps, PostgresInjections, PostgresShares, PostgresAud
                   (org_id or "", job_id, json.dumps({"passages": passages}), now, now, now, user_id))
 
     def insert(self, items: Sequence[NewMemory], embed_job_id: str | None) -> None:
+        """Insert memories with passages, full text, sources, a version-1 history row and,
+        if ``embed_job_id`` is given, one job that embeds all their passages. One
+        transaction, and a round trip per kind of row rather than per row."""
         now = time.time()
-        passages: list[int] = []
         with self.transaction():
-            conn = self._local.conn
-            for item in items:
-                s = item.scope
-                row = conn.execute(
-                    "INSERT INTO memories (id, kind, raw, text, role, subject, org_id, user_id, "
-                    "agent_id, project, session_id, metadata, event_time, observed_at, "
-                    "created_at, updated_at, valid_from) VALUES "
-                    "(%s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s) "
-                    "RETURNING rowid",
-                    (item.id, item.kind, int(item.raw), item.text, item.role, item.subject,
-                     s.org_id, s.user_id, s.agent_id, s.project, s.session_id,
-                     json.dumps(item.metadata, ensure_ascii=False), item.event_time,
-                     item.observed_at, now, now,
-                     item.observed_at if item.event_time is None else item.event_time),
-                ).fetchone()
-                rowid = int(row[0])
-                self._local.dirty = True
-                source_rows = [rowid] if item.raw else [self._rowid(sid, s) for sid in item.source_ids]
-                self._many("INSERT INTO memory_sources VALUES (%s, %s, %s) ON CONFLICT DO NOTHING",
-                           [(s.org_id, rowid, src) for src in source_rows])
-                self._run("INSERT INTO versions (org_id, memory_rowid, version, action, text, "
-                          "status, at) VALUES (%s, %s, 1, 'created', %s, 'active', %s)",
-                          (s.org_id, rowid, item.text, now))
-                context = ""
-                if item.raw:  # the turn before now has this one after it
-                    context = self._context(rowid)
-                    self._refresh_context(self._around([rowid]))
-                passages += self._insert_passages(s.org_id, rowid, item.passages or [item.text],
-                                                  context)
+            rowids = self._returning(
+                "INSERT INTO memories (id, kind, raw, text, role, subject, org_id, user_id, "
+                "agent_id, project, session_id, metadata, event_time, observed_at, "
+                "created_at, updated_at, valid_from) VALUES "
+                "(%s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s) "
+                "RETURNING rowid",
+                [(item.id, item.kind, int(item.raw), item.text, item.role, item.subject,
+                  item.scope.org_id, item.scope.user_id, item.scope.agent_id, item.scope.project,
+                  item.scope.session_id, json.dumps(item.metadata, ensure_ascii=False),
+                  item.event_time, item.observed_at, now, now,
+                  item.observed_at if item.event_time is None else item.event_time)
+                 for item in items])
+            # after the batch's own rows are in: a memory may cite a turn of its batch
+            self._many("INSERT INTO memory_sources VALUES (%s, %s, %s) ON CONFLICT DO NOTHING",
+                       [(item.scope.org_id, rowid, src) for item, rowid in zip(items, rowids, strict=True)
+                        for src in ([rowid] if item.raw else
+                                    [self._rowid(sid, item.scope) for sid in item.source_ids])])
+            self._many("INSERT INTO versions (org_id, memory_rowid, version, action, text, "
+                       "status, at) VALUES (%s, %s, 1, 'created', %s, 'active', %s)",
+                       [(item.scope.org_id, rowid, item.text, now)
+                        for item, rowid in zip(items, rowids, strict=True)])
+            contexts, before = self._batch_contexts(items, rowids)
+            passages = self._insert_passage_rows(
+                [(item.scope.org_id, rowid, seq, text, contexts.get(rowid, ""))
+                 for item, rowid in zip(items, rowids, strict=True)
+                 for seq, text in enumerate(item.passages or [item.text])])
+            self._refresh_context(before)  # the turn before now has a new one after it
             if embed_job_id is not None:
                 self._queue_embed(embed_job_id, passages, items[0].scope.org_id if items else None,
                                   owner_of(items))
@@ -598,12 +639,12 @@ class PostgresStore(PostgresOps, PostgresInjections, PostgresShares, PostgresAud
         plain = f"plainto_tsquery('{TSCONFIG}', %s)"
         counts = ", ".join(f"(SELECT COUNT(*) FROM (SELECT 1 FROM passages WHERE body @@ {plain} "
                            f"LIMIT {_DF_CAP}) d)" for _ in terms)
-        row = self._one(f"SELECT (SELECT reltuples FROM pg_class WHERE oid = 'passages'::regclass), "
-                        f"{counts}", list(terms))
+        # an estimate is coarse on a small table: there it is counted, in the same statement
+        row = self._one(f"SELECT (SELECT CASE WHEN COALESCE(reltuples, 0) < {_DF_CAP * 5} "
+                        f"THEN (SELECT COUNT(*) FROM passages)::float8 ELSE reltuples END "
+                        f"FROM pg_class WHERE oid = 'passages'::regclass), {counts}", list(terms))
         assert row is not None
         n = float(row[0] or 0)
-        if n < _DF_CAP * 5:  # an estimate is coarse on a small table: count it
-            n = float(self._one("SELECT COUNT(*) FROM passages")[0])  # type: ignore[index]
         return [math.log(1 + (max(n, df) - df + 0.5) / (df + 0.5)) for df in row[1:]]
 
     def fulltext(self, terms: Sequence[str], scope: Scope, filters: Filters, limit: int,
@@ -617,18 +658,23 @@ class PostgresStore(PostgresOps, PostgresInjections, PostgresShares, PostgresAud
             return []
         plain = f"plainto_tsquery('{TSCONFIG}', %s)"
         weights = f"{{{float(context_weight)!r}, 0, 0, 1.0}}"
-        doc = "setweight(p.body, 'A') || setweight(p.context, 'D')"
-        match = "(p.body @@ q.q OR p.context @@ q.q)" if context_weight else "p.body @@ q.q"
-        score = " + ".join(f"%s * ts_rank('{weights}'::real[], {doc}, {plain}, 1)" for _ in terms)
+        match = "(p.body @@ t.q OR p.context @@ t.q)" if context_weight else "p.body @@ t.q"
+        # each term's query built once, and each matching row's weighted document once
+        # (the fence keeps the planner from repeating it in every term's rank)
+        each = ", ".join(f"{plain} AS q{i}" for i in range(len(terms)))
+        whole = " || ".join(f"q{i}" for i in range(len(terms)))
+        score = " + ".join(f"%s * ts_rank('{weights}'::real[], d.doc, t.q{i}, 1)"
+                           for i in range(len(terms)))
         where, params = _scope(scope)
         fwhere, fparams = _filters(filters)
-        weighed = [x for term, idf in zip(terms, self._idf(terms), strict=True) for x in (idf, term)]
         rows = self._all(
-            f"WITH q AS (SELECT {' || '.join([plain] * len(terms))} AS q) "
-            f"SELECT p.memory_rowid, {score} AS s "
-            f"FROM q, passages p JOIN memories m ON m.org_id = p.org_id AND m.rowid = p.memory_rowid "
-            f"WHERE {match} AND {where} AND {fwhere} ORDER BY s DESC, p.rowid LIMIT %s",
-            [*terms, *weighed, *params, *fparams, limit * 2])
+            f"WITH e AS MATERIALIZED (SELECT {each}), t AS MATERIALIZED (SELECT e.*, {whole} AS q FROM e) "
+            f"SELECT d.memory_rowid, {score} AS s FROM t, "
+            f"(SELECT p.rowid, p.memory_rowid, setweight(p.body, 'A') || setweight(p.context, 'D') "
+            f"AS doc FROM t, passages p JOIN memories m ON m.org_id = p.org_id "
+            f"AND m.rowid = p.memory_rowid WHERE {match} AND {where} AND {fwhere} OFFSET 0) d "
+            f"ORDER BY s DESC, d.rowid LIMIT %s",
+            [*terms, *self._idf(terms), *params, *fparams, limit * 2])
         best: dict[int, float] = {}
         for rowid, score_ in rows:
             best.setdefault(rowid, float(score_))
@@ -657,21 +703,26 @@ class PostgresStore(PostgresOps, PostgresInjections, PostgresShares, PostgresAud
 
     def neighbors(self, rowids: Sequence[int], window: int, scope: Scope,
                   filters: Filters) -> list[tuple[int, int]]:
+        """Episodes just before and after the given episodes in the same session, in one
+        statement: two index walks per seed, seeds in their order, nearest first."""
+        if not rowids or window <= 0:
+            return []
         where, params = _scope(scope, "n")
         fwhere, fparams = _filters(filters, "n")
-        pairs: list[tuple[int, int]] = []
-        for seed in rowids:
-            row = self._one("SELECT org_id, session_id FROM memories WHERE rowid = %s AND raw = 1",
-                            (seed,))
-            if row is None or row[1] is None:
-                continue
-            for op, order in (("<", "DESC"), (">", "ASC")):
-                pairs += [(r, seed) for (r,) in self._all(
-                    f"SELECT n.rowid FROM memories n WHERE n.org_id = %s AND n.session_id = %s "
-                    f"AND n.raw = 1 AND n.rowid {op} %s AND {where} AND {fwhere} "
-                    f"ORDER BY n.rowid {order} LIMIT %s",
-                    [row[0], row[1], seed, *params, *fparams, window])]
-        return pairs
+
+        def side(op: str, order: str) -> str:
+            return (f"SELECT n.rowid FROM memories n WHERE n.org_id = e.org_id "
+                    f"AND n.session_id = e.session_id AND n.raw = 1 AND n.rowid {op} e.rowid "
+                    f"AND {where} AND {fwhere} ORDER BY n.rowid {order} LIMIT %s")
+
+        return [(int(r), int(seed)) for r, seed in self._all(
+            f"SELECT x.rowid, e.rowid FROM unnest(%s::bigint[]) WITH ORDINALITY AS s(seed, i) "
+            f"JOIN memories e ON e.rowid = s.seed AND e.raw = 1 AND e.session_id IS NOT NULL "
+            f"CROSS JOIN LATERAL (SELECT 0 AS side, b.rowid FROM "
+            f"({side('<', 'DESC')}) b UNION ALL SELECT 1, a.rowid FROM "
+            f"({side('>', 'ASC')}) a) x "
+            f"ORDER BY s.i, x.side, CASE WHEN x.side = 0 THEN -x.rowid ELSE x.rowid END",
+            [list(rowids), *params, *fparams, window, *params, *fparams, window])]
 
     def time_window(self, start: float, end: float, scope: Scope, filters: Filters,
                     limit: int) -> list[tuple[int, float]]:
