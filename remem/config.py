@@ -94,8 +94,6 @@ class AgentConfig(BaseModel):
                                   "this long leaves the core block until used or seen again")
     relevance_floor: float = Field(0.5, ge=0, le=1, description="share of the best hit's score "
                                    "a hit needs to enter a context block for a query")
-    turn_floor: float = Field(0.7, ge=0, le=1, description="the evidence probability (learned "
-                              "fusion) a raw turn needs to enter a context block for a query")
 
     @field_validator("extractor")
     @classmethod

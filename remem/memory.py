@@ -846,9 +846,7 @@ class Memory(SharingMethods):
         ctx = build_context(core=core, working=[m for m, _ in self.store.working_set(scope)],
                             search=search if query is not None else None, asked=scope,
                             budget_tokens=budget_tokens, options=ContextOptions(
-                                relevance_floor=self.config.agent.relevance_floor,
-                                turn_floor=self.config.agent.turn_floor
-                                if self.config.retrieval.fusion == "learned" else None))
+                                relevance_floor=self.config.agent.relevance_floor))
         if query is None:
             if len(self._context_cache) > 256:
                 self._context_cache.clear()

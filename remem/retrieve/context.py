@@ -8,8 +8,7 @@ it until it is used or seen again. Then the session's working memory; then, for 
 what search finds that neither holds: derived memories before raw turns, nothing under a
 relevance floor, no turn twice, no turn a memory shown already says. A raw turn must also
 outrank every memory the block shows for the query (below that, what answers is there
-already) and clear a floor of its own on the ranker's evidence probability; a turn of one
-word ("ok", "好的") is never evidence on its own.
+already); a turn of one word ("ok", "好的") is never evidence on its own.
 
 Every memory is one line of quoted data: newlines folded, so stored text cannot open a
 section of its own, under a heading that says these are notes, not instructions. A
@@ -41,9 +40,6 @@ class ContextOptions:
 
     idle_days: float = 180.0
     relevance_floor: float = 0.5
-    #: the least evidence probability a raw turn needs; None when scores are not
-    #: probabilities (rank fusion)
-    turn_floor: float | None = None
     max_turns: int = 4
     #: content words a raw turn needs to be shown for a query
     min_turn_words: int = 2
@@ -88,13 +84,6 @@ def core_memories(found: Sequence[MemoryItem], use: dict[str, tuple[int, float |
     kept.sort(key=lambda m: (CORE_KINDS.index(m.kind), _MATURITY_ORDER.get(m.maturity, 3),
                              m.created_at, m.id))
     return kept
-
-
-def _says_little(hit: Hit, options: ContextOptions) -> bool:
-    """Whether a raw turn is too weak or too empty to earn its tokens."""
-    if options.turn_floor is not None and hit.score < options.turn_floor:
-        return True
-    return len(content_words(hit.memory.text)) < options.min_turn_words
 
 
 def _norm(text: str) -> str:
@@ -143,7 +132,8 @@ def build_context(*, core: Sequence[MemoryItem], working: Sequence[MemoryItem],
         hits = search(budget_tokens - used)
         top = max((h.score for h in hits), default=0.0)
         kept = [h for h in hits if h.score >= options.relevance_floor * top
-                and not (h.memory.is_episode and _says_little(h, options))]
+                and not (h.memory.is_episode
+                         and len(content_words(h.memory.text)) < options.min_turn_words)]
         kept.sort(key=lambda h: (h.memory.is_episode, -h.score))
         # a turn earns its place only where it outranks every memory shown for the query:
         # below that, what answers is already in the block
