@@ -9,9 +9,11 @@ from collections.abc import Callable, Iterable, Sequence
 from typing import Any
 
 from ..errors import ValidationError
+from ..text import segment
 
-__all__ = ["COALESCE_PREFIX", "HEAT_DECAY", "REVIEW_NOTE", "best_topic", "counted_sql",
-           "mentions", "owner_of", "page_before", "purge_closure", "purged_words"]
+__all__ = ["COALESCE_PREFIX", "CONTEXT_CHARS", "HEAT_DECAY", "REVIEW_NOTE", "batch_contexts",
+           "best_topic", "counted_sql", "mentions", "owner_of", "page_before", "purge_closure",
+           "purged_words"]
 
 #: Each warming of a session's working memory first multiplies every heat by this.
 HEAT_DECAY = 0.8
@@ -93,3 +95,35 @@ def best_topic(leaves: Iterable[tuple[int, str, str]], terms: Sequence[str]) -> 
             if score > best_score:
                 best, best_score = rowid, score
     return best
+
+
+#: Characters of each neighbouring turn in an episode's full-text context.
+CONTEXT_CHARS = 1000
+
+
+def batch_contexts(items: Sequence[Any], rowids: Sequence[int],
+                   before_first: Callable[[int], tuple[int, str] | None],
+                   ) -> tuple[dict[int, str], list[int]]:
+    """The full-text context of each new turn of a batch, and the turns before the batch
+    whose context must now hold the batch's first turn.
+
+    New rows have the highest rowids, so within a session a new turn's neighbours are the
+    batch's own turns, but for the first one's predecessor (``before_first(rowid)``: its
+    rowid and text, or None): one lookup per session instead of several per turn."""
+    chains: dict[tuple[Any, ...], list[tuple[int, str]]] = {}
+    for item, rowid in zip(items, rowids, strict=True):
+        s = item.scope
+        if item.raw and s.session_id is not None:
+            key = (s.org_id, s.user_id, s.agent_id, s.project, s.session_id)
+            chains.setdefault(key, []).append((rowid, item.text))
+    contexts: dict[int, str] = {}
+    before: list[int] = []
+    for chain in chains.values():
+        first = before_first(chain[0][0])
+        if first is not None:
+            before.append(first[0])
+        texts = [None if first is None else first[1], *(t for _, t in chain), None]
+        for i, (rowid, _) in enumerate(chain):
+            near = (texts[i], texts[i + 2])
+            contexts[rowid] = " ".join(segment(t[:CONTEXT_CHARS]) for t in near if t is not None)
+    return contexts, before

@@ -41,6 +41,8 @@ from .fulltext import FulltextIndex
 from .injections import InjectionOps
 from .policy import (
     COALESCE_PREFIX,
+    CONTEXT_CHARS,
+    batch_contexts,
     counted_sql,
     mentions,
     owner_of,
@@ -61,7 +63,6 @@ __all__ = ["SQLiteStore", "require_store_file"]
 
 log = logging.getLogger(__name__)
 
-_CONTEXT_CHARS = 1000  # of each neighbouring turn, in an episode's full-text context
 _LOG_KEPT = 200_000  # fulltext_log entries kept; a reader further behind rebuilds
 _ENGINES = ("index", "fts5")
 _WARM_ROWS = 20_000
@@ -400,7 +401,7 @@ class SQLiteStore(DerivedOps, InjectionOps, ShareOps, AuditOps, SQLiteCopy):
     def _context(self, conn: sqlite3.Connection, rowid: int) -> str:
         """An episode's full-text context: the texts of the active turns around it."""
         near = [self._adjacent(conn, rowid, after) for after in (False, True)]
-        return " ".join(segment(n[1][:_CONTEXT_CHARS]) for n in near if n is not None)
+        return " ".join(segment(n[1][:CONTEXT_CHARS]) for n in near if n is not None)
 
     def _refresh_context(self, conn: sqlite3.Connection, rowids: Iterable[int]) -> None:
         rows = [(self._context(conn, rowid), rowid) for rowid in rowids]
@@ -409,30 +410,6 @@ class SQLiteStore(DerivedOps, InjectionOps, ShareOps, AuditOps, SQLiteCopy):
             "WHERE rowid IN (SELECT rowid FROM passages WHERE memory_rowid = ?)", rows)
         conn.executemany("INSERT INTO fulltext_log (passage_rowid) SELECT rowid FROM passages "
                          "WHERE memory_rowid = ?", [(r,) for _, r in rows])
-
-    def _batch_contexts(self, conn: sqlite3.Connection, items: Sequence[NewMemory],
-                        rowids: Sequence[int]) -> tuple[dict[int, str], list[int]]:
-        """The full-text context of each new turn, and the turns before the batch whose
-        context must now hold the batch's first turn. New rows have the highest rowids,
-        so within a session a new turn's neighbours are the batch's own turns, but for
-        the first one's predecessor: one query per session instead of several per turn."""
-        chains: dict[tuple[Any, ...], list[tuple[int, str]]] = {}
-        for item, rowid in zip(items, rowids, strict=True):
-            s = item.scope
-            if item.raw and s.session_id is not None:
-                key = (s.org_id, s.user_id, s.agent_id, s.project, s.session_id)
-                chains.setdefault(key, []).append((rowid, item.text))
-        contexts: dict[int, str] = {}
-        before: list[int] = []
-        for chain in chains.values():
-            first = self._adjacent(conn, chain[0][0], after=False)
-            if first is not None:
-                before.append(first[0])
-            texts = [None if first is None else first[1], *(t for _, t in chain), None]
-            for i, (rowid, _) in enumerate(chain):
-                near = (texts[i], texts[i + 2])
-                contexts[rowid] = " ".join(segment(t[:_CONTEXT_CHARS]) for t in near if t is not None)
-        return contexts, before
 
     def _around(self, conn: sqlite3.Connection, rowids: Iterable[int]) -> set[int]:
         """The active episodes next to these ones, whose context holds their text."""
@@ -485,7 +462,8 @@ class SQLiteStore(DerivedOps, InjectionOps, ShareOps, AuditOps, SQLiteCopy):
                     (rowid, item.text, now),
                 )
                 rowids.append(rowid)
-            contexts, before = self._batch_contexts(conn, items, rowids)
+            contexts, before = batch_contexts(
+                items, rowids, lambda r: self._adjacent(conn, r, after=False))
             for item, rowid in zip(items, rowids, strict=True):
                 passages += self._insert_passages(conn, rowid, item.passages or [item.text],
                                                   contexts.get(rowid, ""))

@@ -40,6 +40,8 @@ from ..base import Filters, Job, NewMemory, Transaction
 from ..clauses import filters_sql, scope_sql
 from ..policy import (
     COALESCE_PREFIX,
+    CONTEXT_CHARS,
+    batch_contexts,
     counted_sql,
     mentions,
     owner_of,
@@ -70,7 +72,6 @@ log = logging.getLogger(__name__)
 
 M = "%s"
 _LOCK = 0x52454D4D  # advisory lock held while migrating ("REMM")
-_CONTEXT_CHARS = 1000  # of each neighbouring turn, in an episode's full-text context
 TSCONFIG = "english"
 _DF_CAP = 10_000  # documents counted at most for one term's frequency
 
@@ -353,35 +354,11 @@ class PostgresStore(PostgresOps, PostgresInjections, PostgresShares, PostgresAud
     def _context(self, rowid: int) -> str:
         """An episode's full-text context: the texts of the active turns around it."""
         near = [self._adjacent(rowid, after) for after in (False, True)]
-        return " ".join(segment(n[1][:_CONTEXT_CHARS]) for n in near if n is not None)
+        return " ".join(segment(n[1][:CONTEXT_CHARS]) for n in near if n is not None)
 
     def _refresh_context(self, rowids: Iterable[int]) -> None:
         self._many(f"UPDATE passages SET context = to_tsvector('{TSCONFIG}', %s) "
                    f"WHERE memory_rowid = %s", [(self._context(r), r) for r in rowids])
-
-    def _batch_contexts(self, items: Sequence[NewMemory],
-                        rowids: Sequence[int]) -> tuple[dict[int, str], list[int]]:
-        """The full-text context of each new turn, and the turns before the batch whose
-        context must now hold the batch's first turn. New rows have the highest rowids,
-        so within a session a new turn's neighbours are the batch's own turns, but for
-        the first one's predecessor: one query per session instead of several per turn."""
-        chains: dict[tuple[Any, ...], list[tuple[int, str]]] = {}
-        for item, rowid in zip(items, rowids, strict=True):
-            s = item.scope
-            if item.raw and s.session_id is not None:
-                key = (s.org_id, s.user_id, s.agent_id, s.project, s.session_id)
-                chains.setdefault(key, []).append((rowid, item.text))
-        contexts: dict[int, str] = {}
-        before: list[int] = []
-        for chain in chains.values():
-            first = self._adjacent(chain[0][0], after=False)
-            if first is not None:
-                before.append(first[0])
-            texts = [None if first is None else first[1], *(t for _, t in chain), None]
-            for i, (rowid, _) in enumerate(chain):
-                near = (texts[i], texts[i + 2])
-                contexts[rowid] = " ".join(segment(t[:_CONTEXT_CHARS]) for t in near if t is not None)
-        return contexts, before
 
     def _around(self, rowids: Iterable[int]) -> set[int]:
         """The active episodes next to these ones, whose context holds their text."""
@@ -424,7 +401,7 @@ class PostgresStore(PostgresOps, PostgresInjections, PostgresShares, PostgresAud
                        "status, at) VALUES (%s, %s, 1, 'created', %s, 'active', %s)",
                        [(item.scope.org_id, rowid, item.text, now)
                         for item, rowid in zip(items, rowids, strict=True)])
-            contexts, before = self._batch_contexts(items, rowids)
+            contexts, before = batch_contexts(items, rowids, lambda r: self._adjacent(r, after=False))
             passages = self._insert_passage_rows(
                 [(item.scope.org_id, rowid, seq, text, contexts.get(rowid, ""))
                  for item, rowid in zip(items, rowids, strict=True)
