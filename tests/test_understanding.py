@@ -215,6 +215,14 @@ def test_initials_do_not_end_the_sentence_but_a_lone_capital_does() -> None:
                                       "We use Plan B.", "Then we ship."]
 
 
+def test_a_sentence_that_opens_on_a_pronoun_stays_with_what_it_points_to() -> None:
+    said = units("I just finished The Name of the Wind. It's a fantasy novel with a great "
+                 "magician. Theory aside, we ship on Fridays.")
+    assert [u.text for u in said] == [
+        "I just finished The Name of the Wind. It's a fantasy novel with a great magician.",
+        "Theory aside, we ship on Fridays."]
+
+
 def test_a_chinese_forget_request_finds_what_named_its_topic(mem: Memory) -> None:
     mem.add([{"role": "user", "content": "这个仓库的甲方是宏达物流，前端用 Vue 3。"},
              {"role": "assistant", "content": "好的，我记下了。"}],

@@ -56,6 +56,11 @@ _ZH_FILLER = re.compile(r"^(?:嗯+|哦+|噢|好的|对了|另外|还有|哈哈+|
 _TITLE = re.compile(r"(?:^|\W)(?:dr|mr|mrs|ms|prof|st|sr|jr|vs|etc|e\.g|i\.e|approx|no)$", re.IGNORECASE)
 
 
+#: A sentence that opens on a pronoun leans on the one before it, and stays with it.
+_POINTS_BACK = re.compile(r"(?:it|its|it's|they|they're|their|them|this|these|those|he|she|his|her)\b",
+                          re.IGNORECASE)
+
+
 @dataclass(frozen=True)
 class Unit:
     """One statement of a turn: its text as said, and whether it is a list of steps."""
@@ -108,7 +113,13 @@ def units(text: str) -> list[Unit]:
             out.append(Unit(head.rstrip("：: ") or items[0], tuple(items)))
             i = j
             continue
+        said: list[str] = []
         for sentence in _sentences(_STAGE.sub(" ", lines[i])):
+            if said and _POINTS_BACK.match(sentence):
+                said[-1] = f"{said[-1]} {sentence}"  # "It's a fantasy novel" needs its title
+            else:
+                said.append(sentence)
+        for sentence in said:
             steps = [s for s in _ARROW.split(sentence) if s.strip()]
             out.append(Unit(sentence, tuple(steps) if len(steps) >= 3 else ()))
         i += 1
