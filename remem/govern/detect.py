@@ -226,7 +226,8 @@ def _lines(text: str) -> Iterator[tuple[int, str]]:
 _EMAIL = re.compile(r"(?<![\w.+:/%-])[A-Za-z0-9][A-Za-z0-9._%+-]*@[A-Za-z0-9-]+(?:\.[A-Za-z0-9-]+)*"
                     r"\.[A-Za-z]{2,24}\b(?!:[\w~./-])")
 _DIGITS = re.compile(r"(?<![\w.+-])(?:\+|00)?\(?\d[\d ().-]{6,22}\d(?![\w])")
-_CARD = re.compile(r"(?<![\d.-])\d(?:[ -]?\d){12,18}(?![\d.-])")
+# not inside an id or a decimal number: "m_01a2342707345470a26f90" holds no card
+_CARD = re.compile(r"(?<![\w-])(?<!\d\.)\d(?:[ -]?\d){12,18}(?![\w-]|\.\d)")
 _IBAN = re.compile(r"\b[A-Z]{2}\d{2}(?: ?[A-Z0-9]){11,30}\b")
 _CN_ID = re.compile(r"(?<![\d])\d{17}[\dXx](?![\d])")
 _ES_ID = re.compile(r"\b[XYZ]?\d{7,8}-?[A-Z]\b")
