@@ -39,6 +39,7 @@ PLANTED = [
     ("lena.kowalski@example.org", "write to lena.kowalski@example.org about it"),
     ("+44 20 7946 0321", "call me on +44 20 7946 0321"),
     ("4539 1488 0343 6467", "charge card 4539 1488 0343 6467"),
+    ("4539148803436467", "信用卡号4539148803436467，别存"),
     ("DE89370400440532013000", "IBAN DE89370400440532013000 please"),
 ]
 

@@ -227,9 +227,9 @@ _EMAIL = re.compile(r"(?<![\w.+:/%-])[A-Za-z0-9][A-Za-z0-9._%+-]*@[A-Za-z0-9-]+(
                     r"\.[A-Za-z]{2,24}\b(?!:[\w~./-])")
 _DIGITS = re.compile(r"(?<![\w.+-])(?:\+|00)?\(?\d[\d ().-]{6,22}\d(?![\w])")
 # not inside an id or a decimal number: "m_01a2342707345470a26f90" holds no card
-_CARD = re.compile(r"(?<![\w-])(?<!\d\.)\d(?:[ -]?\d){12,18}(?![\w-]|\.\d)")
+_CARD = re.compile(r"(?<![A-Za-z0-9_-])(?<!\d\.)\d(?:[ -]?\d){12,18}(?![A-Za-z0-9_-]|\.\d)")
 _IBAN = re.compile(r"\b[A-Z]{2}\d{2}(?: ?[A-Z0-9]){11,30}\b")
-_CN_ID = re.compile(r"(?<![\d])\d{17}[\dXx](?![\d])")
+_CN_ID = re.compile(r"(?<![A-Za-z0-9_])\d{17}[\dXx](?![A-Za-z0-9_])")
 _ES_ID = re.compile(r"\b[XYZ]?\d{7,8}-?[A-Z]\b")
 _FR_NIR = re.compile(r"(?<!\d)[12] ?\d{2} ?\d{2} ?(?:\d{2}|2[AB]) ?\d{3} ?\d{3} ?\d{2}(?!\d)")
 _US_SSN = re.compile(r"(?<![\d-])(\d{3})-(\d{2})-(\d{4})(?![\d-])")
