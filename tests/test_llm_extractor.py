@@ -273,15 +273,14 @@ def test_an_http_500_fails_at_once_with_its_status_and_body(
     assert len(server.requests) == 1
 
 
-def test_a_slow_endpoint_times_out_quickly(
+def test_a_slow_endpoint_times_out_at_the_configured_limit(
         serve: Callable[..., StandInChatServer], clients: Callable[..., ChatClient]) -> None:
     server = serve(Reply(content="{}", delay_s=5))
-    started = time.monotonic()
 
+    # the reply comes after 5 s: only the client's own 0.3 s limit can end the call with this
     with pytest.raises(LLMError, match="did not answer within 0.3s"):
         LLMExtractor(clients(server.base_url, timeout_s=0.3)).extract(alice_and_bob())
-
-    assert time.monotonic() - started < 2
+    assert len(server.requests) == 1  # and it is not sent again past its deadline
 
 
 def test_an_unreachable_endpoint_and_a_non_completion_body_raise_llm_error(
