@@ -11,7 +11,6 @@ import json
 import logging
 import socket
 import sys
-import time
 from collections.abc import Callable, Iterator
 from datetime import datetime, timedelta, timezone
 from typing import Any

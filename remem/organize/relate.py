@@ -154,29 +154,37 @@ def _shares(a: str, b: str) -> bool:
 
 
 def forget_targets(reader: Reader, request: str, known: Sequence[MemoryItem], *,
-                   margin: float = 0.03) -> list[MemoryItem]:
+                   margin: float = 0.03, shortlist_size: int = 16) -> list[MemoryItem]:
     """What a forget request is about, among memories and turns.
 
     Each candidate is scored by the pair head's reading of the request as forgetting it,
     by how much nearer in meaning it is than the typical candidate, and by whether the
-    request's topic (its words, less the wording forget requests share) touches it. The
-    best one is the target when it stands out; others that score as high go with it, best first.
+    request's topic (its words, less the wording forget requests share) touches it; the
+    pair head reads only the ``shortlist_size`` nearest. The best one is the target when it
+    stands out; others that score as high go with it, best first.
     """
     if not known:
         return []
     topic = stems(content_words(request) - reader.heads.forget_words)
     texts = [m.text for m in known]
     sims = reader.similarity(texts, request)
-    reading = reader.read([request], ["user"])[0]
-    probs = reader.relate(texts, request, reading.intent_probs)
     typical = float(np.median(sims))
-    scores, shares = [], []
-    for m, sim, row in zip(known, sims, probs, strict=False):
+    near, shares = [], []
+    for m, sim in zip(known, sims, strict=True):
         words = stems(content_words(m.text) | {str(e).lower() for e in m.metadata.get("entities", [])})
         shared = len(topic & words)
         shares.append(shared > 0)
-        scores.append(float(row[_FORGET]) - 0.2 * float(row[_KEEP]) + 3 * (float(sim) - typical)
-                      + 0.5 * (shared > 0) + 0.5 * shared / max(1, len(topic)))
+        near.append(3 * (float(sim) - typical) + 0.5 * (shared > 0) + 0.5 * shared / max(1, len(topic)))
+    # the pair head reads only the likeliest few: what is far and names nothing of the
+    # request cannot outscore them
+    shortlist = sorted(range(len(known)), key=lambda i: -near[i])[:shortlist_size]
+    listed = set(shortlist)
+    reading = reader.read([request], ["user"])[0]
+    probs = np.zeros((len(known), len(PAIR_LABELS)), dtype=np.float32)
+    if shortlist:
+        probs[shortlist] = reader.relate([texts[i] for i in shortlist], request, reading.intent_probs)
+    scores = [float(row[_FORGET]) - 0.2 * float(row[_KEEP]) + n if i in listed else -np.inf
+              for i, (row, n) in enumerate(zip(probs, near, strict=True))]
     # a request that names its topic is about what says it, when anything does; meaning
     # alone decides only when nothing shares a word with it ("forget where I live")
     ranked = sorted((sc, i, m) for sc, i, m in zip(scores, range(len(known)), known, strict=False)
