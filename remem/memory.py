@@ -21,6 +21,7 @@ from ._inputs import (
     check_metadata,
     clean_text,
     parse_events,
+    parse_kinds,
     parse_messages,
     parse_scope,
     parse_time,
@@ -108,23 +109,6 @@ def create_extractor(config: Config, reader: Reader) -> Extractor | None:
     from .extract.rules import RulesExtractor
 
     return RulesExtractor(reader=reader)
-
-
-#: Every kind a search or a listing can be narrowed to.
-FILTER_KINDS = tuple(dict.fromkeys((*KINDS, *EPISODE_KINDS)))
-
-
-def _kinds(kinds: str | Sequence[str] | None) -> tuple[str, ...] | None:
-    """``kinds`` as a tuple (one kind may be given as a plain string); ValidationError
-    for a name that is not a kind, which would otherwise match nothing, silently."""
-    if kinds is None:
-        return None
-    given = (kinds,) if isinstance(kinds, str) else tuple(kinds)
-    for kind in given:
-        if kind not in FILTER_KINDS:
-            raise ValidationError("kind", f"{kind!r} is not a kind of memory; use one of "
-                                           f"{', '.join(FILTER_KINDS)}")
-    return given
 
 
 def _failed(event: Any) -> bool:
@@ -586,7 +570,7 @@ class Memory(SharingMethods):
             ("archived",) if include_archived else ())
         as_of_ts = parse_time(as_of, "as_of")
         filters = Filters(
-            kinds=_kinds(kinds), include_episodes=include_episodes,
+            kinds=parse_kinds(kinds), include_episodes=include_episodes,
             statuses=statuses, since=parse_time(since, "since"), until=parse_time(until, "until"),
             as_of=as_of_ts,
         )
@@ -648,7 +632,7 @@ class Memory(SharingMethods):
         if maturity is not None and maturity not in _MATURITIES:
             raise ValidationError("maturity", f"{maturity!r}: use one of {', '.join(_MATURITIES)}")
         check_label(subject, "subject")
-        kinds = _kinds(kinds) or None
+        kinds = parse_kinds(kinds) or None
         filters = Filters(kinds=kinds,
                           include_episodes=include_episodes
                           or bool(kinds and set(kinds) & set(EPISODE_KINDS)),

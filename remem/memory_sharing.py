@@ -13,7 +13,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from . import __version__
-from ._inputs import parse_scope
+from ._inputs import parse_kinds, parse_scope
 from .config import cube_registry_path, signing_key_path
 from .errors import ValidationError
 from .govern.sharing import Sharing
@@ -141,9 +141,7 @@ class SharingMethods:
         self._check_open()
         scope = parse_scope(org_id=org_id, user_id=user_id, agent_id=agent_id, project=project)
         if kinds is not None:
-            from .memory import _kinds
-
-            kinds = _kinds(kinds)
+            kinds = parse_kinds(kinds)
         for field, value in (("description", description), ("license", license)):
             if not isinstance(value, str):
                 raise ValidationError(field, "expected a string")
