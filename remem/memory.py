@@ -8,7 +8,6 @@ import builtins
 import logging
 import os
 import re
-import threading
 import time
 import weakref
 from collections.abc import Callable, Iterator, Sequence
@@ -75,6 +74,7 @@ from .schedule import (
     wait_for,
 )
 from .schedule.orchestrate import DoResult, Executor
+from .schedule.pending import PendingJobs
 from .schedule.reminders import (
     due_reminders,
     open_reminders,
@@ -191,7 +191,7 @@ class Memory(SharingMethods):
             and (t.job != "prefetch" or self.config.agent.prefetch)])
         self.worker = Worker(self.store, self.embedder, batch=self.config.worker_batch,
                              lease_s=self.config.job_lease_s, backoff_s=self.config.job_backoff_s,
-                             tick=self.triggers.tick, after_step=self._notify_ready, handlers={
+                             tick=self.triggers.tick, handlers={
             "extract": extract_handler(self.store, self.extractor, self.agent),
             "prefetch": prefetch_handler(self.store, self._prefetcher, self.config.agent),
             "decay": decay_handler(self.store, self.config.agent),
@@ -199,16 +199,15 @@ class Memory(SharingMethods):
         })
         self._planner: Planner | None = None
         self._context_cache: dict[tuple[Scope, int], tuple[tuple[Any, ...], Context]] = {}
-        self._pending: set[str] = set()
-        self._waiters: builtins.list[tuple[set[str], Callable[[AddResult], object], AddResult]] = []
-        self._waiters_lock = threading.Lock()
+        self._jobs = PendingJobs(self.store, self.worker, run_worker=self.config.run_worker)
+        self.worker.after_step = self._jobs.notify
+        self._pending = self._jobs.ids  # what flush() waits for
         self._closed = False
         atexit.register(_close_at_exit, weakref.ref(self))
         # by an earlier process, or by reembed
         left_over = self.store.queued("embed") + self.store.queued("extract")
-        self._pending.update(left_over)  # flush() waits for them too
-        if left_over and self.config.run_worker:
-            self.worker.wake()
+        if left_over:  # flush() waits for them too
+            self._jobs.track(left_over)
 
     # --- lifecycle --------------------------------------------------------------------
 
@@ -243,21 +242,14 @@ class Memory(SharingMethods):
         if some is still running at ``timeout`` or failed for good (see ``stats().jobs``;
         the episodes stay searchable by full text)."""
         self._check_open()
-        waiting = set(self._pending)  # adds from other threads may join meanwhile
-        still, failed = wait_for(self.store, self.worker, waiting, timeout)
-        self._pending -= waiting - still
-        self._notify_ready()
-        return not still and not failed
+        return self._jobs.flush(timeout)
 
     def wait(self, job_ids: Sequence[str], *, kinds: Sequence[str] | None = None,
              timeout: float | None = None) -> bool:
         """Wait for some jobs (those of ``kinds`` among them, if given), e.g. only the
         embedding of an add: True if they all succeeded before ``timeout``."""
         self._check_open()
-        ids = {j for j in job_ids if kinds is None or self.store.job(j).kind in kinds}
-        still, failed = wait_for(self.store, self.worker, ids, timeout)
-        self._notify_ready()
-        return not still and not failed
+        return self._jobs.wait(job_ids, kinds, timeout)
 
     # --- writing ----------------------------------------------------------------------
 
@@ -273,9 +265,7 @@ class Memory(SharingMethods):
                 self.store.insert(items, embed_id)
                 job_ids += self._fire_turn(items)
         if job_ids and self.config.embed_in_background:
-            self._pending.update(job_ids)
-            if self.config.run_worker:
-                self.worker.wake()
+            self._jobs.track(job_ids)
         elif job_ids:
             _, failed = wait_for(self.store, self.worker, set(job_ids), None)
             if failed:
@@ -288,27 +278,8 @@ class Memory(SharingMethods):
     def _watch(self, result: AddResult, on_ready: Callable[[AddResult], object] | None) -> AddResult:
         """Remember to call ``on_ready`` once the result's jobs are over."""
         if on_ready is not None:
-            with self._waiters_lock:
-                self._waiters.append((set(result.job_ids), on_ready, result))
-            self._notify_ready()  # nothing was queued, or it is all done already
+            self._jobs.watch(result.job_ids, on_ready, result)
         return result
-
-    def _notify_ready(self) -> None:
-        """Call the ``on_ready`` callbacks whose jobs are over (done or failed for good)."""
-        with self._waiters_lock:
-            waiting, self._waiters = self._waiters, []
-        still = []
-        for jobs, callback, result in waiting:
-            states = self.store.job_states(sorted(jobs))
-            if any(states.get(j) in ("queued", "running") for j in jobs):
-                still.append((jobs, callback, result))
-                continue
-            try:
-                callback(result)
-            except Exception:  # a caller's bug must not stop the worker
-                log.exception("an on_ready callback failed")
-        with self._waiters_lock:
-            self._waiters = still + self._waiters
 
     def used(self, memory_ids: Sequence[str], *, org_id: str | None = None,
              user_id: str | None = None, agent_id: str | None = None,
@@ -349,9 +320,8 @@ class Memory(SharingMethods):
                             session_id=session_id)
         with self.store.transaction():
             queued = self.triggers.fire(TriggerEvent("session_end", scope))
-        self._pending.update(queued)
-        if queued and self.config.run_worker:
-            self.worker.wake()
+        if queued:
+            self._jobs.track(queued)
         return builtins.list(queued)
 
     def _passages(self, text: str, speaker: str | None) -> list[str]:
@@ -462,9 +432,7 @@ class Memory(SharingMethods):
         job_id = new_id("j_")
         item = self.store.update_text(memory_id, scope, body,
                                       split_passages(body, self.config.chunk_tokens), reason, job_id)
-        self._pending.add(job_id)
-        if self.config.run_worker:
-            self.worker.wake()
+        self._jobs.track([job_id])
         return item
 
     def forget(self, memory_id: str, *, reason: str | None = None, org_id: str | None = None,
@@ -677,8 +645,7 @@ class Memory(SharingMethods):
             if approve and item.is_episode:  # what an approved turn says can become memories
                 self.store.enqueue("extract", {"episodes": [item.id]}, job_id=new_id("j_"),
                                    org_id=item.org_id, user_id=item.user_id)
-        if self.config.run_worker:
-            self.worker.wake()
+        self._jobs.wake()
         return self.store.get(memory_id, scope)
 
     def links(self, memory_id: str, *, org_id: str | None = None, user_id: str | None = None,
@@ -997,9 +964,7 @@ class Memory(SharingMethods):
             if pinned:
                 self.store.set_fields(memory_id, None, action="pinned", reason="pinned when remembered",
                                       pinned=True)
-        self._pending.add(embed_id)
-        if self.config.run_worker:
-            self.worker.wake()
+        self._jobs.track([embed_id])
         return self.store.items_by_id([memory_id])[0]
 
     # --- requests in plain language, reminders, team plans ---------------------------
@@ -1031,9 +996,7 @@ class Memory(SharingMethods):
             return result
         done = Executor(self, scope, now=self.clock, screen=self.agent.screen_text,
                         chunk_tokens=self.config.chunk_tokens).run(plan)
-        self._pending.update(self.store.queued("embed"))
-        if self.config.run_worker:
-            self.worker.wake()
+        self._jobs.track(self.store.queued("embed"))
         return result.model_copy(update={"results": done})
 
     def reminders(self, *, org_id: str | None = None, user_id: str | None = None,
@@ -1226,9 +1189,7 @@ class Memory(SharingMethods):
         """Queue a failed (or cancelled) job again (with ``org_id``: only that org's)."""
         self._check_open()
         job = self.store.retry_job(job_id, org_id)
-        self._pending.add(job_id)
-        if self.config.run_worker:
-            self.worker.wake()
+        self._jobs.track([job_id])
         return job
 
     def cancel_job(self, job_id: str, *, org_id: str | None = None) -> JobInfo:

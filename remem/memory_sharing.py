@@ -26,6 +26,7 @@ if TYPE_CHECKING:
     from .organize.agent import MemoryAgent
     from .retrieve import Retriever
     from .schedule import Worker
+    from .schedule.pending import PendingJobs
     from .store import Filters, Store
 
 __all__ = ["SharingMethods"]
@@ -40,7 +41,7 @@ class SharingMethods:
     agent: MemoryAgent
     retriever: Retriever
     worker: Worker
-    _pending: set[str]
+    _jobs: PendingJobs
 
     def _check_open(self) -> None: ...  # provided by Memory
 
@@ -178,9 +179,7 @@ class SharingMethods:
         cube = read_cube(resolve(os.fspath(source), cube_registry_path(self.config)))
         done = install(self.store, cube, scope, split=self._passages, screen=self.agent.screen_text,
                        max_chars=self.config.max_text_chars)
-        self._pending.update(done.job_ids)
-        if self.config.run_worker:
-            self.worker.wake()
+        self._jobs.track(done.job_ids)
         return done
 
     def uninstall_cube(self, name: str, *, user_id: str | None = None, project: str | None = None,
@@ -224,7 +223,5 @@ class SharingMethods:
         scope = parse_scope(org_id=org_id, user_id=user_id, agent_id=agent_id, project=project)
         ids, _ = import_pam(self.store, document, scope, split=self._passages,
                             screen=self.agent.screen_text, max_chars=self.config.max_text_chars)
-        self._pending.update(self.store.queued("embed"))
-        if self.config.run_worker:
-            self.worker.wake()
+        self._jobs.track(self.store.queued("embed"))
         return ids
