@@ -5,6 +5,7 @@ from __future__ import annotations
 import asyncio
 import atexit
 import builtins
+import functools
 import logging
 import os
 import re
@@ -60,7 +61,8 @@ from .organize.skills import render_skill_md
 from .organize.team import TeamPlan, team_plan
 from .organize.topics import MindMap
 from .retrieve import Retriever
-from .retrieve.context import CORE_KINDS, ContextOptions, build_context, core_memories
+from .retrieve.assemble import ContextAssembler
+from .retrieve.context import ContextOptions
 from .schedule import (
     DEFAULT_TRIGGERS,
     Trigger,
@@ -198,7 +200,10 @@ class Memory(SharingMethods):
             "remind": remind_handler(self.store, self.reminder_listeners),
         })
         self._planner: Planner | None = None
-        self._context_cache: dict[tuple[Scope, int], tuple[tuple[Any, ...], Context]] = {}
+        self._contexts = ContextAssembler(self.store, ContextOptions(
+            relevance_floor=self.config.agent.relevance_floor,
+            idle_days=self.config.agent.core_idle_days), clock=self.clock,
+            due=functools.partial(due_reminders, self.store))
         self._jobs = PendingJobs(self.store, self.worker, run_worker=self.config.run_worker)
         self.worker.after_step = self._jobs.notify
         self._pending = self._jobs.ids  # what flush() waits for
@@ -504,7 +509,7 @@ class Memory(SharingMethods):
             if item.id not in ids:
                 ids += self.store.purge(memory_id, scope)
             self.agent.mindmap.refresh(MindMap.scope_of(item))
-        self._context_cache.clear()
+        self._contexts.clear()
         return ids
 
     # --- reading ----------------------------------------------------------------------
@@ -723,10 +728,6 @@ class Memory(SharingMethods):
 
     # --- context for a model ----------------------------------------------------------
 
-    def _store_version(self) -> int:
-        """Changes whenever the store does, whoever wrote and through which connection."""
-        return self.store.change_token()
-
     def context(self, *, org_id: str | None = None, user_id: str | None = None,
                 agent_id: str | None = None, project: str | None = None,
                 session_id: str | None = None, query: str | None = None,
@@ -775,34 +776,14 @@ class Memory(SharingMethods):
                             session_id=session_id)
         if query is not None:
             query = clean_text(query, "query", self.config.max_text_chars)
-        # without a query the block depends only on the store: reuse it until that changes
-        version = self._store_version()
-        # a reminder comes due with time, not with a write: its ids are part of the key
-        due = due_reminders(self.store, shared_scope_of(scope), self.clock()) \
-            if scope.user_id is not None else []
-        key = (version, *(m.id for m in due))
-        cached = self._context_cache.get((scope, budget_tokens)) if query is None else None
-        if cached is not None and cached[0] == key:
-            return cached[1]
-        shared = shared_scope_of(scope).model_copy(update={"nested": True})
-        found = self.store.derived(shared, CORE_KINDS, limit=2000)
-        core = due + core_memories(found, self.store.use_stats([m.id for m in found]),
-                                   now=self.clock(), idle_days=self.config.agent.core_idle_days)
 
         def search(tokens: int) -> builtins.list[Hit]:
             assert query is not None
             return self.search(query, org_id=org_id, user_id=user_id, agent_id=agent_id,
                                project=project, k=20, budget_tokens=tokens)
 
-        ctx = build_context(core=core, working=[m for m, _ in self.store.working_set(scope)],
-                            search=search if query is not None else None, asked=scope,
-                            budget_tokens=budget_tokens, options=ContextOptions(
-                                relevance_floor=self.config.agent.relevance_floor))
-        if query is None:
-            if len(self._context_cache) > 256:
-                self._context_cache.clear()
-            self._context_cache[(scope, budget_tokens)] = (key, ctx)
-        return ctx
+        return self._contexts(scope, budget_tokens=budget_tokens,
+                              search=search if query is not None else None)
 
     # --- the injection log ------------------------------------------------------------
 
