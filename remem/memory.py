@@ -56,10 +56,9 @@ from .model import (
     new_id,
     render_event,
 )
-from .organize.agent import MemoryAgent, maturity_for, shared_scope
-from .organize.skills import render_skill_md
+from .organize import decisions
+from .organize.agent import MemoryAgent
 from .organize.team import TeamPlan, team_plan
-from .organize.topics import MindMap
 from .retrieve import Retriever
 from .retrieve.assemble import ContextAssembler
 from .retrieve.context import ContextOptions
@@ -92,11 +91,9 @@ __all__ = ["AsyncMemory", "Memory"]
 log = logging.getLogger(__name__)
 
 _GENERIC_ROLES = {"user", "assistant", "system", "tool", None}
-_VERDICTS = ("helpful", "wrong", "stale")
 _STATUSES = ("active", "superseded", "archived", "forgotten", "held")
 _MATURITIES = ("candidate", "confirmed", "canonical")
 _LOGGED_CHARS = 20_000  # of an injected text, in the injection log
-_WRITTEN_BY = "written_by"  # episode metadata: the call that wrote it (remember)
 _DOOR = re.compile(r"(hook|mcp):[A-Za-z_]{1,64}|proxy|context|[a-z][a-z_-]{0,31}")
 
 
@@ -449,22 +446,7 @@ class Memory(SharingMethods):
         scope = self._writable(memory_id, scope)
         check_label(reason, "reason")
         reason = self.redactor.maybe(reason)
-        item = self.store.get(memory_id, scope)
-        with self.store.transaction():
-            # the turn remember() wrote for it says the same: it goes with it
-            for episode in self._written_for(item):
-                self.store.set_status(episode.id, scope.model_copy(update={
-                    "session_id": None}), "forgotten", reason or f"forgotten with {item.id}")
-            forgotten = self.store.set_status(memory_id, scope, "forgotten", reason)
-            self.agent.mindmap.refresh(MindMap.scope_of(item))
-        return forgotten
-
-    def _written_for(self, item: MemoryItem) -> builtins.list[MemoryItem]:
-        """The episodes :meth:`remember` wrote as the source of ``item`` (none for a turn)."""
-        if item.is_episode:
-            return []
-        return [e for e in self.store.items_by_id(item.sources)
-                if e.is_episode and e.metadata.get(_WRITTEN_BY) == "remember" and e.id != item.id]
+        return decisions.forget(self.store, self.agent.mindmap, memory_id, scope, reason)
 
     def restore(self, memory_id: str, *, reason: str | None = None, org_id: str | None = None,
                 user_id: str | None = None, project: str | None = None,
@@ -500,15 +482,7 @@ class Memory(SharingMethods):
         self._check_open()
         scope = parse_scope(org_id=org_id, user_id=user_id, agent_id=agent_id, project=project)
         scope = self._writable(memory_id, scope)
-        item = self.store.get(memory_id, scope)
-        with self.store.transaction():
-            # the turn remember() wrote for it first: everything derived from it goes with it
-            ids: builtins.list[str] = []
-            for episode in self._written_for(item):
-                ids += self.store.purge(episode.id, Scope(org_id=episode.org_id, user_id=episode.user_id))
-            if item.id not in ids:
-                ids += self.store.purge(memory_id, scope)
-            self.agent.mindmap.refresh(MindMap.scope_of(item))
+        ids = decisions.purge(self.store, self.agent.mindmap, memory_id, scope)
         self._contexts.clear()
         return ids
 
@@ -633,23 +607,8 @@ class Memory(SharingMethods):
         self._check_open()
         scope = self._writable(memory_id, parse_scope(org_id=org_id, user_id=user_id,
                                                       agent_id=agent_id, project=project))
-        item = self.store.get(memory_id, scope)
-        if item.status != "held":
-            raise ValidationError("id", f"{memory_id} is {item.status}, not held for review; "
-                                  "see `remem review` for what is")
-        note = self.redactor.maybe(note)
-        status, action = ("active", "approved") if approve else ("forgotten", "rejected")
-        # the turn a held memory was proposed in is decided with it
-        decided = [item, *(s for s in self.store.items_by_id(item.sources)
-                           if s.status == "held" and s.id != item.id)]
-        with self.store.transaction():
-            for one in decided:
-                self.store.set_fields(one.id, None, action=action, status=status,
-                                      reason=note or f"{action} on review",
-                                      metadata={**one.metadata, "reviewed": action})
-            if approve and item.is_episode:  # what an approved turn says can become memories
-                self.store.enqueue("extract", {"episodes": [item.id]}, job_id=new_id("j_"),
-                                   org_id=item.org_id, user_id=item.user_id)
+        decisions.decide_held(self.store, memory_id, scope, approve=approve,
+                              note=self.redactor.maybe(note))
         self._jobs.wake()
         return self.store.get(memory_id, scope)
 
@@ -710,13 +669,7 @@ class Memory(SharingMethods):
         self._check_open()
         scope = self._writable(memory_id, parse_scope(org_id=org_id, user_id=user_id,
                                                       agent_id=agent_id, project=project))
-        item = self.store.get(memory_id, scope)
-        if not item.metadata.get("review"):
-            raise ValidationError("id", f"{memory_id} is not flagged for review")
-        meta = {**item.metadata, "reviewed": "kept" if keep else "forgotten"}
-        self.store.set_fields(memory_id, scope, action="reviewed",
-                              reason="kept on review" if keep else "forgotten on review",
-                              status=None if keep else "forgotten", metadata=meta)
+        decisions.settle_flag(self.store, memory_id, scope, keep=keep)
         return self.store.get(memory_id, scope)
 
     def history(self, memory_id: str, *, org_id: str | None = None, user_id: str | None = None,
@@ -922,7 +875,7 @@ class Memory(SharingMethods):
         subject = self.redactor.maybe(subject)
         now = self.clock()
         episode = NewMemory(id=new_id("e_"), kind="episode", text=body, raw=True, scope=scope,
-                            role=role, metadata={**meta, _WRITTEN_BY: "remember"},
+                            role=role, metadata={**meta, decisions.WRITTEN_BY: "remember"},
                             observed_at=now, event_time=now,
                             passages=self._passages(body, role))
         if intent not in ("statement", "update", "correction"):
@@ -1020,29 +973,11 @@ class Memory(SharingMethods):
         self._check_open()
         scope = parse_scope(org_id=org_id, user_id=user_id, agent_id=agent_id, project=project)
         scope = self._writable(memory_id, scope)
-        if verdict not in _VERDICTS:
+        if verdict not in decisions.VERDICTS:
             raise ValidationError("verdict", f"{verdict!r} is not a verdict; use helpful, wrong or stale")
         if note is not None:
             note = self.redactor.text(clean_text(note, "note", 2000))
-        item = self.store.get(memory_id, scope)
-        meta = dict(item.metadata)
-        meta[verdict] = int(meta.get(verdict, 0)) + 1
-        reason = f"feedback: {verdict}" + (f" ({note})" if note else "")
-        if verdict == "helpful":
-            maturity = min(item.maturity, maturity_for(len(meta.get("sessions", [])) or 1,
-                                                       meta["helpful"]),
-                           key=["canonical", "confirmed", "candidate"].index)
-            with self.store.write():
-                self.store.touch([item.id])
-                self.store.mark_used([item.id], scope, time.time())
-            self.store.set_fields(item.id, scope, action="feedback", reason=reason,
-                                  maturity=maturity, metadata=meta)
-        elif verdict == "wrong":
-            self.store.set_fields(item.id, scope, action="forgotten", reason=reason,
-                                  status="forgotten", metadata=meta)
-        else:
-            self.store.set_fields(item.id, scope, action="archived", reason=reason,
-                                  status="archived", metadata={**meta, "stale": True})
+        decisions.feedback(self.store, memory_id, scope, verdict, note)
         return self.store.get(memory_id, scope)
 
     def tree(self, *, org_id: str | None = None, user_id: str | None = None,
@@ -1071,17 +1006,7 @@ class Memory(SharingMethods):
         self._check_open()
         scope = parse_scope(org_id=org_id, user_id=user_id, agent_id=agent_id, project=project)
         scope = self._writable(memory_id, scope)
-        skill = self.store.get(memory_id, scope)
-        if skill.kind != "skill":
-            raise ValidationError("id", f"{memory_id} is a {skill.kind} memory, not a skill; "
-                                  "see `remem skills` for the candidates")
-        programs = {str(step).split()[0] for step in skill.metadata.get("steps", []) if str(step).split()}
-        pitfalls = [p for p in self.store.derived(shared_scope(skill), ["pitfall"], limit=500)
-                    if programs & {e.lower() for e in p.metadata.get("entities", [])}]
-        md = render_skill_md(skill, pitfalls)
-        self.store.set_fields(skill.id, scope, action="approved", reason="skill approved",
-                              maturity="canonical",
-                              metadata={**skill.metadata, "skill_status": "approved", "skill_md": md})
+        decisions.approve_skill(self.store, memory_id, scope)
         return self.store.get(memory_id, scope)
 
     def decay(self, *, now: str | datetime | None = None,
