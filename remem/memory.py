@@ -17,26 +17,21 @@ from typing import Any
 
 from ._inputs import (
     check_label,
-    check_metadata,
     clean_text,
-    parse_events,
     parse_kinds,
-    parse_messages,
     parse_scope,
     parse_time,
 )
 from .config import Config
 from .embed import Embedder
-from .errors import ClosedError, EmbeddingError, NotFoundError, ValidationError
+from .errors import ClosedError, NotFoundError, ValidationError
 from .extract.plan_factory import Planner, create_planner
 from .facade.wiring import build
 from .govern.audit import Auditor
 from .memory_sharing import SharingMethods
 from .model import (
     EPISODE_KINDS,
-    KINDS,
     AddResult,
-    Candidate,
     Context,
     HeedRate,
     HistoryEntry,
@@ -51,7 +46,6 @@ from .model import (
     Stats,
     TopicNode,
     new_id,
-    render_event,
 )
 from .organize import decisions
 from .organize.team import TeamPlan, team_plan
@@ -59,7 +53,6 @@ from .schedule import (
     Trigger,
     TriggerEvent,
     prefetch,
-    wait_for,
 )
 from .schedule.orchestrate import DoResult, Executor
 from .schedule.reminders import (
@@ -67,7 +60,7 @@ from .schedule.reminders import (
     open_reminders,
     settle_reminder,
 )
-from .store import Filters, NewMemory, Store
+from .store import Filters, Store
 from .store.base import Job, NewInjection
 from .text import split_passages
 
@@ -75,24 +68,10 @@ __all__ = ["AsyncMemory", "Memory"]
 
 log = logging.getLogger(__name__)
 
-_GENERIC_ROLES = {"user", "assistant", "system", "tool", None}
 _STATUSES = ("active", "superseded", "archived", "forgotten", "held")
 _MATURITIES = ("candidate", "confirmed", "canonical")
 _LOGGED_CHARS = 20_000  # of an injected text, in the injection log
 _DOOR = re.compile(r"(hook|mcp):[A-Za-z_]{1,64}|proxy|context|[a-z][a-z_-]{0,31}")
-
-
-def _failed(event: Any) -> bool:
-    """True for an agent event that failed: an error, or a tool call with a non-zero exit."""
-    if not isinstance(event, dict):
-        return False
-    code = event.get("exit_code")
-    return event.get("type") == "error" or (event.get("type") == "tool_call" and code not in (None, 0))
-
-
-def shared_scope_of(scope: Scope) -> Scope:
-    """The scope of derived memories: the same walls, across sessions."""
-    return scope.model_copy(update={"session_id": None})
 
 
 def _close_at_exit(ref: weakref.ReferenceType[Memory]) -> None:
@@ -145,6 +124,7 @@ class Memory(SharingMethods):
         self._contexts = parts.contexts
         self._jobs = parts.jobs
         self._pending = self._jobs.ids  # what flush() waits for
+        self._ingest = parts.ingest
         self._planner: Planner | None = None
         self._closed = False
         atexit.register(_close_at_exit, weakref.ref(self))
@@ -197,34 +177,6 @@ class Memory(SharingMethods):
 
     # --- writing ----------------------------------------------------------------------
 
-    def _queue(self, items: list[NewMemory], known: dict[int, str] | None = None) -> AddResult:
-        """Insert new episodes with their embed and extract jobs, in one transaction.
-        ``known`` maps positions of messages already stored to their episode ids."""
-        known = known or {}
-        job_ids = []
-        if items:
-            embed_id = new_id("j_")
-            job_ids.append(embed_id)
-            with self.store.transaction():
-                self.store.insert(items, embed_id)
-                job_ids += self._fire_turn(items)
-        if job_ids and self.config.embed_in_background:
-            self._jobs.track(job_ids)
-        elif job_ids:
-            _, failed = wait_for(self.store, self.worker, set(job_ids), None)
-            if failed:
-                raise EmbeddingError(f"the episodes {[i.id for i in items]} were stored but "
-                                     "their background work failed; see `remem jobs`")
-        fresh = iter(items)
-        ids = [known[n] if n in known else next(fresh).id for n in range(len(items) + len(known))]
-        return AddResult(episode_ids=ids, job_ids=job_ids)
-
-    def _watch(self, result: AddResult, on_ready: Callable[[AddResult], object] | None) -> AddResult:
-        """Remember to call ``on_ready`` once the result's jobs are over."""
-        if on_ready is not None:
-            self._jobs.watch(result.job_ids, on_ready, result)
-        return result
-
     def used(self, memory_ids: Sequence[str], *, org_id: str | None = None,
              user_id: str | None = None, agent_id: str | None = None,
              project: str | None = None) -> None:
@@ -241,19 +193,6 @@ class Memory(SharingMethods):
             self.store.mark_used(ids, scope, time.time())
             self.store.link(pairs + [(b, a, t, w) for a, b, t, w in pairs], add=True)
 
-    def _fire_turn(self, items: list[NewMemory]) -> builtins.list[str]:
-        """Fire the triggers of new turns (turn, session_start, tool_error); returns the
-        ids of the jobs they queued."""
-        scope = items[-1].scope
-        turn = TriggerEvent("turn", scope, tuple(i.id for i in items))
-        fired = builtins.list(self.triggers.fire(turn))
-        if scope.session_id is not None and not self.store.session_seen(scope, items[0].id):
-            fired += self.triggers.fire(TriggerEvent("session_start", scope, turn.episode_ids))
-        failed = tuple(i.id for i in items if _failed(i.metadata.get("event")))
-        if failed:
-            fired += self.triggers.fire(TriggerEvent("tool_error", scope, failed))
-        return fired
-
     def end_session(self, *, session_id: str, org_id: str | None = None,
                     user_id: str | None = None, agent_id: str | None = None,
                     project: str | None = None) -> builtins.list[str]:
@@ -269,11 +208,7 @@ class Memory(SharingMethods):
         return builtins.list(queued)
 
     def _passages(self, text: str, speaker: str | None) -> list[str]:
-        parts = split_passages(text, self.config.chunk_tokens)
-        # a named speaker is part of what a turn says ("what did Caroline ...?")
-        if speaker not in _GENERIC_ROLES:
-            parts = [f"{speaker}: {p}" for p in parts]
-        return parts
+        return self._ingest.passages(text, speaker)
 
     def add(self, messages: str | dict[str, Any] | Sequence[dict[str, Any] | str], *,
             user_id: str | None = None, agent_id: str | None = None, project: str | None = None,
@@ -295,27 +230,8 @@ class Memory(SharingMethods):
         self._check_open()
         scope = parse_scope(org_id=org_id, user_id=user_id, agent_id=agent_id, project=project,
                             session_id=session_id)
-        if metadata is not None:
-            metadata = self.redactor.value(check_metadata(metadata, "metadata"))
-        if writer is not None:
-            metadata = {**(metadata or {}), **self._check_writer(writer, shared_scope_of(scope))}
-        default_time = parse_time(timestamp, "timestamp")
-        now = time.time()
-        items, known = [], {}
-        for n, (role, text, meta, when) in enumerate(parse_messages(messages, self.config.max_text_chars)):
-            text, meta = self.redactor.text(text), self.redactor.value(meta)
-            event_time = when if when is not None else (now if default_time is None else default_time)
-            # the same turn added again (a replayed conversation) is the same episode
-            same = self.store.same_episode(scope, role, text, event_time)
-            if same is not None:
-                known[n] = same
-                continue
-            items.append(NewMemory(
-                id=new_id("e_"), kind="episode", text=text, raw=True, scope=scope, role=role,
-                metadata={**(metadata or {}), **meta}, observed_at=now, event_time=event_time,
-                passages=self._passages(text, role),
-            ))
-        return self._watch(self._queue(items, known), on_ready)
+        return self._ingest.add(messages, scope, timestamp=timestamp, metadata=metadata,
+                                on_ready=on_ready, writer=writer)
 
     def add_events(self, events: Sequence[dict[str, Any]] | dict[str, Any], *,
                    user_id: str | None = None, agent_id: str | None = None,
@@ -328,29 +244,8 @@ class Memory(SharingMethods):
         self._check_open()
         scope = parse_scope(org_id=org_id, user_id=user_id, agent_id=agent_id, project=project,
                             session_id=session_id)
-        if metadata is not None:
-            check_metadata(metadata, "metadata")
-        default_time = parse_time(timestamp, "timestamp")
-        now = time.time()
-        items = []
-        for i, event in enumerate(parse_events(events)):
-            text = clean_text(render_event(event), f"events[{i}]", self.config.max_text_chars,
-                              strip_controls=True)
-            check_label(event.session_id, f"events[{i}].session_id")
-            text = self.redactor.text(text)
-            meta = self.redactor.value(check_metadata(
-                {**(metadata or {}), "event": event.model_dump(mode="json")}, f"events[{i}]"))
-            # naive means UTC here as everywhere else
-            when = parse_time(event.timestamp, f"events[{i}].timestamp")
-            if when is None:
-                when = default_time if default_time is not None else now
-            items.append(NewMemory(
-                id=new_id("e_"), kind="event", text=text, raw=True,
-                scope=scope.model_copy(update={"session_id": event.session_id or scope.session_id}),
-                role="tool", metadata=meta,
-                observed_at=now, event_time=when, passages=split_passages(text, self.config.chunk_tokens),
-            ))
-        return self._watch(self._queue(items), on_ready)
+        return self._ingest.add_events(events, scope, timestamp=timestamp, metadata=metadata,
+                                       on_ready=on_ready)
 
     def _writable(self, memory_id: str, scope: Scope) -> Scope:
         """The exact scope in which the caller may change ``memory_id``: its own scope, or,
@@ -807,41 +702,9 @@ class Memory(SharingMethods):
         self._check_open()
         scope = parse_scope(org_id=org_id, user_id=user_id, agent_id=agent_id, project=project,
                             session_id=session_id)
-        body = self.redactor.text(clean_text(text, "text", self.config.max_text_chars))
-        if kind not in KINDS:
-            raise ValidationError("kind", f"{kind!r} is not a kind of memory; use one of {', '.join(KINDS)}")
-        check_label(subject, "subject")
-        check_label(role, "role")
-        meta = {**self.redactor.value(check_metadata(metadata or {}, "metadata")),
-                **self._check_writer(writer, scope)}
-        subject = self.redactor.maybe(subject)
-        now = self.clock()
-        episode = NewMemory(id=new_id("e_"), kind="episode", text=body, raw=True, scope=scope,
-                            role=role, metadata={**meta, decisions.WRITTEN_BY: "remember"},
-                            observed_at=now, event_time=now,
-                            passages=self._passages(body, role))
-        if intent not in ("statement", "update", "correction"):
-            raise ValidationError("intent", f"{intent!r}: use statement, update or correction")
-        happened = parse_time(event_time, "event_time")
-        cand = Candidate(kind=kind, text=body, subject=subject or (
-            "project" if kind in ("project", "convention", "pitfall", "files") else "user"),
-            source_ids=[episode.id], rule="remember", confidence=0.9, intent=intent,  # type: ignore[arg-type]
-            event_time=None if happened is None else datetime.fromtimestamp(happened, timezone.utc))
-        prepared = self.agent.prepare([(shared_scope_of(scope), cand, body)])
-        held = self.agent.screen_text(body, role)
-        embed_id = new_id("j_")
-        with self.store.transaction():
-            self.store.insert([episode], embed_id)
-            if held is not None:
-                self.store.set_fields(episode.id, None, action="held", status="held", reason=held)
-            _, memory_id = self.agent.absorb(cand, shared_scope_of(scope), evidence=body,
-                                             vector=prepared.vectors.get(body),
-                                             session_id=scope.session_id, metadata=meta, held=held)
-            if pinned:
-                self.store.set_fields(memory_id, None, action="pinned", reason="pinned when remembered",
-                                      pinned=True)
-        self._jobs.track([embed_id])
-        return self.store.items_by_id([memory_id])[0]
+        return self._ingest.remember(text, scope, kind=kind, subject=subject, role=role,
+                                     pinned=pinned, metadata=metadata, writer=writer,
+                                     event_time=event_time, intent=intent)
 
     # --- requests in plain language, reminders, team plans ---------------------------
 

@@ -85,15 +85,6 @@ class SharingMethods:
         return builtins.list(self.sharing.listing(scope.org_id, user_id=scope.user_id,
                                                   grantee=grantee))
 
-    def _check_writer(self, writer: str | None, scope: Scope) -> dict[str, Any]:
-        """The metadata that attributes a write to ``writer``; PermissionDeniedError when
-        ``writer`` may not write into ``scope``."""
-        if writer is None:
-            return {}
-        parse_scope(user_id=writer)
-        self.sharing.can_write(writer, scope)
-        return {"writer": writer}
-
     def _with_shared(self, hits: builtins.list[Hit], query: str, scope: Scope, filters: Filters,
                      k: int, now: datetime) -> builtins.list[Hit]:
         """``hits`` merged with what the grants to the reader find, labelled, best first."""

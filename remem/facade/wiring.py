@@ -30,6 +30,7 @@ from ..schedule import (
 from ..schedule.pending import PendingJobs
 from ..schedule.reminders import due_reminders, remind_handler
 from ..store import Store, create_store, is_url, require_store
+from .ingest import Ingest
 
 __all__ = ["Parts", "build", "create_extractor"]
 
@@ -66,6 +67,7 @@ class Parts:
     worker: Worker
     jobs: PendingJobs
     contexts: ContextAssembler
+    ingest: Ingest
     #: called (in the worker's thread) with each reminder whose timer job came due
     reminder_listeners: list[Callable[[MemoryItem], object]] = field(default_factory=list)
 
@@ -73,7 +75,7 @@ class Parts:
 def build(config: Config, path: str | os.PathLike[str] | None, *, embedder: Embedder | None,
           reembed: bool, create: bool, clock: Callable[[], float]) -> Parts:
     """Open the store at ``path`` (default: ``config.store``, else the default file) and
-    build the embedder, retrievers, memory agent, triggers and worker around it."""
+    build the embedder, retrievers, memory agent, triggers, worker and ingestion around it."""
     target = path if path is not None else config.store
     # a URL names a database server; anything else is the path of an SQLite file
     where: Path | str = target if is_url(target) else (
@@ -112,7 +114,9 @@ def build(config: Config, path: str | os.PathLike[str] | None, *, embedder: Embe
     contexts = ContextAssembler(store, ContextOptions(
         relevance_floor=config.agent.relevance_floor, idle_days=config.agent.core_idle_days),
         clock=clock, due=functools.partial(due_reminders, store))
+    ingest = Ingest(store, config, redactor=redactor, triggers=triggers, worker=worker, jobs=jobs,
+                    agent=agent, clock=clock)
     return Parts(path=where, embedder=embedder, redactor=redactor, store=store,
                  auditor=Auditor(store), retriever=retriever, prefetcher=prefetcher, reader=reader,
                  extractor=extractor, agent=agent, triggers=triggers, worker=worker, jobs=jobs,
-                 contexts=contexts, reminder_listeners=listeners)
+                 contexts=contexts, ingest=ingest, reminder_listeners=listeners)
