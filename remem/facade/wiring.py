@@ -13,6 +13,7 @@ from ..embed import Embedder, create_embedder
 from ..extract.base import Extractor
 from ..extract.heads import Reader
 from ..govern.audit import Auditor
+from ..govern.keys import KeyStore
 from ..govern.redact import Redactor
 from ..model import MemoryItem
 from ..organize.agent import MemoryAgent
@@ -57,6 +58,7 @@ class Parts:
     redactor: Redactor
     store: Store
     auditor: Auditor
+    keys: KeyStore
     retriever: Retriever
     #: the retriever of prefetch, which runs often and must stay cheap: no query embedding
     prefetcher: Retriever
@@ -117,6 +119,7 @@ def build(config: Config, path: str | os.PathLike[str] | None, *, embedder: Embe
     ingest = Ingest(store, config, redactor=redactor, triggers=triggers, worker=worker, jobs=jobs,
                     agent=agent, clock=clock)
     return Parts(path=where, embedder=embedder, redactor=redactor, store=store,
-                 auditor=Auditor(store), retriever=retriever, prefetcher=prefetcher, reader=reader,
-                 extractor=extractor, agent=agent, triggers=triggers, worker=worker, jobs=jobs,
-                 contexts=contexts, ingest=ingest, reminder_listeners=listeners)
+                 auditor=Auditor(store), keys=KeyStore(store), retriever=retriever,
+                 prefetcher=prefetcher, reader=reader, extractor=extractor, agent=agent,
+                 triggers=triggers, worker=worker, jobs=jobs, contexts=contexts, ingest=ingest,
+                 reminder_listeners=listeners)
