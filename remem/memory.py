@@ -1,8 +1,12 @@
-"""The facade: ``Memory`` and ``AsyncMemory``, the one public entry point."""
+"""The facade: ``Memory`` and ``AsyncMemory``, the one public entry point.
+
+Memory is built from its configuration in :mod:`remem.facade.wiring`; its methods are
+grouped by concern in :mod:`remem.facade` and hand their work to the layer that owns it.
+AsyncMemory (:mod:`remem.facade.aio`) wraps it for asyncio code.
+"""
 
 from __future__ import annotations
 
-import asyncio
 import atexit
 import builtins
 import os
@@ -24,6 +28,7 @@ from .config import Config
 from .embed import Embedder
 from .errors import NotFoundError, ValidationError
 from .extract.plan_factory import Planner
+from .facade.aio import AsyncMemory
 from .facade.base import STATUSES
 from .facade.items import ItemMethods
 from .facade.logs import LogMethods
@@ -35,19 +40,11 @@ from .model import (
     EPISODE_KINDS,
     AddResult,
     Context,
-    HeedRate,
-    HistoryEntry,
     Hit,
-    Injection,
-    JobInfo,
     MemoryItem,
     Page,
-    Share,
     Stats,
-    TopicNode,
 )
-from .organize.team import TeamPlan
-from .schedule.orchestrate import DoResult
 from .store import Filters, Store
 
 if TYPE_CHECKING:
@@ -445,150 +442,3 @@ class Memory(ItemMethods, ReviewMethods, LogMethods, RequestMethods, SharingMeth
             return self.embedder.embed_queries(texts)
         return self.embedder.embed_passages(texts)
 
-
-class AsyncMemory:
-    """``Memory`` for asyncio code: the same methods, awaited; work runs in a thread.
-
-    >>> async with AsyncMemory("team.db") as m:
-    ...     await m.add("we use pnpm", user_id="alice")
-    """
-
-    def __init__(self, path: str | os.PathLike[str] | None = None, *,
-                 config: Config | None = None, embedder: Embedder | None = None) -> None:
-        self.sync = Memory(path, config=config, embedder=embedder)
-
-    async def _run(self, name: str, *args: Any, **kwargs: Any) -> Any:
-        return await asyncio.to_thread(getattr(self.sync, name), *args, **kwargs)
-
-    async def add(self, messages: Any, **kwargs: Any) -> AddResult:
-        return await self._run("add", messages, **kwargs)
-
-    async def add_events(self, events: Any, **kwargs: Any) -> AddResult:
-        return await self._run("add_events", events, **kwargs)
-
-    async def search(self, query: str, **kwargs: Any) -> builtins.list[Hit]:
-        return await self._run("search", query, **kwargs)
-
-    async def get(self, memory_id: str, **kwargs: Any) -> MemoryItem:
-        return await self._run("get", memory_id, **kwargs)
-
-    async def list(self, **kwargs: Any) -> Page:
-        return await self._run("list", **kwargs)
-
-    async def update(self, memory_id: str, **kwargs: Any) -> MemoryItem:
-        return await self._run("update", memory_id, **kwargs)
-
-    async def forget(self, memory_id: str, **kwargs: Any) -> MemoryItem:
-        return await self._run("forget", memory_id, **kwargs)
-
-    async def purge(self, memory_id: str, **kwargs: Any) -> builtins.list[str]:
-        return await self._run("purge", memory_id, **kwargs)
-
-    async def history(self, memory_id: str, **kwargs: Any) -> builtins.list[HistoryEntry]:
-        return await self._run("history", memory_id, **kwargs)
-
-    async def stats(self, **kwargs: Any) -> Stats:
-        return await self._run("stats", **kwargs)
-
-    async def remember(self, text: str, **kwargs: Any) -> MemoryItem:
-        return await self._run("remember", text, **kwargs)
-
-    async def feedback(self, memory_id: str, verdict: str, note: str | None = None,
-                       **kwargs: Any) -> MemoryItem:
-        return await self._run("feedback", memory_id, verdict, note, **kwargs)
-
-    async def used(self, memory_ids: Sequence[str], **kwargs: Any) -> None:
-        await self._run("used", memory_ids, **kwargs)
-
-    async def context(self, **kwargs: Any) -> Context:
-        return await self._run("context", **kwargs)
-
-    async def prefetch(self, **kwargs: Any) -> builtins.list[str]:
-        return await self._run("prefetch", **kwargs)
-
-    async def end_session(self, **kwargs: Any) -> builtins.list[str]:
-        return await self._run("end_session", **kwargs)
-
-    async def tree(self, **kwargs: Any) -> TopicNode:
-        return await self._run("tree", **kwargs)
-
-    async def skills(self, **kwargs: Any) -> builtins.list[MemoryItem]:
-        return await self._run("skills", **kwargs)
-
-    async def approve_skill(self, memory_id: str, **kwargs: Any) -> MemoryItem:
-        return await self._run("approve_skill", memory_id, **kwargs)
-
-    async def decay(self, **kwargs: Any) -> builtins.list[str]:
-        return await self._run("decay", **kwargs)
-
-    async def jobs(self, **kwargs: Any) -> builtins.list[JobInfo]:
-        return await self._run("jobs", **kwargs)
-
-    async def retry_job(self, job_id: str, **kwargs: Any) -> JobInfo:
-        return await self._run("retry_job", job_id, **kwargs)
-
-    async def cancel_job(self, job_id: str, **kwargs: Any) -> JobInfo:
-        return await self._run("cancel_job", job_id, **kwargs)
-
-    async def restore(self, memory_id: str, **kwargs: Any) -> MemoryItem:
-        return await self._run("restore", memory_id, **kwargs)
-
-    async def pin(self, memory_id: str, **kwargs: Any) -> MemoryItem:
-        return await self._run("pin", memory_id, **kwargs)
-
-    async def log_injection(self, **kwargs: Any) -> Injection:
-        return await self._run("log_injection", **kwargs)
-
-    async def injections(self, **kwargs: Any) -> Page:
-        return await self._run("injections", **kwargs)
-
-    async def heed(self, **kwargs: Any) -> builtins.list[HeedRate]:
-        return await self._run("heed", **kwargs)
-
-    async def share(self, **kwargs: Any) -> Share:
-        return await self._run("share", **kwargs)  # type: ignore[no-any-return]
-
-    async def unshare(self, share_id: str, **kwargs: Any) -> Share:
-        return await self._run("unshare", share_id, **kwargs)  # type: ignore[no-any-return]
-
-    async def shares(self, **kwargs: Any) -> builtins.list[Share]:
-        return await self._run("shares", **kwargs)  # type: ignore[no-any-return]
-
-    async def pack_cube(self, out: Any = None, **kwargs: Any) -> Any:
-        return await self._run("pack_cube", out, **kwargs)
-
-    async def install_cube(self, source: Any, **kwargs: Any) -> Any:
-        return await self._run("install_cube", source, **kwargs)
-
-    async def uninstall_cube(self, name: str, **kwargs: Any) -> builtins.list[str]:
-        return await self._run("uninstall_cube", name, **kwargs)  # type: ignore[no-any-return]
-
-    async def export_pam(self, **kwargs: Any) -> dict[str, Any]:
-        return await self._run("export_pam", **kwargs)  # type: ignore[no-any-return]
-
-    async def import_pam(self, document: Any, **kwargs: Any) -> builtins.list[str]:
-        return await self._run("import_pam", document, **kwargs)  # type: ignore[no-any-return]
-
-    async def do(self, text: str, **kwargs: Any) -> DoResult:
-        return await self._run("do", text, **kwargs)
-
-    async def plan(self, request: str, **kwargs: Any) -> TeamPlan:
-        return await self._run("plan", request, **kwargs)
-
-    async def reminders(self, **kwargs: Any) -> builtins.list[MemoryItem]:
-        return await self._run("reminders", **kwargs)
-
-    async def dismiss_reminder(self, memory_id: str, **kwargs: Any) -> MemoryItem:
-        return await self._run("dismiss_reminder", memory_id, **kwargs)
-
-    async def flush(self, timeout: float | None = None) -> bool:
-        return await self._run("flush", timeout)
-
-    async def close(self) -> None:
-        await self._run("close")
-
-    async def __aenter__(self) -> AsyncMemory:
-        return self
-
-    async def __aexit__(self, *exc: object) -> None:
-        await self.close()

@@ -2,7 +2,10 @@
 
 from __future__ import annotations
 
+import ast
 import asyncio
+import inspect
+import textwrap
 import threading
 import time
 from collections.abc import Callable
@@ -489,6 +492,55 @@ def test_async_memory_runs_calls_concurrently(db_path: Path, e5: object) -> None
             return [i for r in results for i in r.episode_ids]
 
     assert len(set(asyncio.run(main()))) == 8
+
+
+def _public_methods(cls: type) -> set[str]:
+    return {name for name, _ in inspect.getmembers(cls, inspect.isfunction) if not name.startswith("_")}
+
+
+def _signature(function: Callable[..., Any]) -> str:
+    # annotations are kept as written; a class with a method named ``list`` spells the
+    # built-in ``builtins.list``, which is the same type
+    return str(inspect.signature(function)).replace("builtins.", "")
+
+
+def test_async_memory_has_every_method_of_memory_with_the_same_signature() -> None:
+    assert _public_methods(AsyncMemory) == _public_methods(Memory)
+    differ = {name: (_signature(getattr(Memory, name)), _signature(getattr(AsyncMemory, name)))
+              for name in _public_methods(Memory)
+              if _signature(getattr(Memory, name)) != _signature(getattr(AsyncMemory, name))}
+    assert differ == {}
+    assert _signature(AsyncMemory.__init__) == _signature(Memory.__init__)
+    assert all(inspect.iscoroutinefunction(getattr(AsyncMemory, name))
+               for name in _public_methods(AsyncMemory))
+
+
+def test_each_async_method_calls_the_memory_method_of_its_own_name() -> None:
+    tree = ast.parse(textwrap.dedent(inspect.getsource(AsyncMemory)))
+    wrong = {}
+    for node in ast.walk(tree):
+        if isinstance(node, ast.AsyncFunctionDef) and not node.name.startswith("_"):
+            called = {c.args[0].value for c in ast.walk(node) if isinstance(c, ast.Call)
+                      and isinstance(c.func, ast.Attribute) and c.func.attr == "_call"
+                      and isinstance(c.args[0], ast.Constant)}
+            called |= {c.func.attr for c in ast.walk(node) if isinstance(c, ast.Call)
+                       and isinstance(c.func, ast.Attribute) and isinstance(c.func.value, ast.Attribute)
+                       and c.func.value.attr == "sync"}
+            if called != {node.name}:
+                wrong[node.name] = called
+    assert wrong == {}
+
+
+def test_async_memory_exports_and_embeds(db_path: Path, e5: object) -> None:
+    async def main() -> None:
+        async with AsyncMemory(db_path, embedder=e5) as m:  # type: ignore[arg-type]
+            r = await m.add("we deploy with make ship", user_id="alice")
+            assert await m.flush()
+            assert [i.id for i in await m.export(user_id="alice")] == r.episode_ids
+            assert (await m.embed(["make ship"], query=True)).shape == (1, m.sync.embedding_dim)
+            assert await m.job_states(r.job_ids) == {j: "done" for j in r.job_ids}
+
+    asyncio.run(main())
 
 
 # --- what the doors ask of the facade ----------------------------------------------------
