@@ -61,10 +61,13 @@ class FacadeBase:
     _planner: Planner | None
     _closed: bool
 
-    # Memory's own, used by some parts
+    # methods of other parts that some parts call (a plan runs remember, search, forget, pin)
     get: Callable[..., MemoryItem]
     search: Callable[..., list[Hit]]
     context: Callable[..., Context]
+    remember: Callable[..., MemoryItem]
+    forget: Callable[..., MemoryItem]
+    pin: Callable[..., MemoryItem]
 
     @property
     def sharing(self) -> Sharing:
