@@ -376,7 +376,7 @@ class Memory(ItemMethods, ReviewMethods, LogMethods, RequestMethods, SharingMeth
         return self._contexts(scope, budget_tokens=budget_tokens,
                               search=search if query is not None else None)
 
-    # --- the store ------------------------------------------------------------------
+    # --- the store --------------------------------------------------------------------
 
     def export(self, *, org_id: str | None = None, user_id: str | None = None,
                agent_id: str | None = None, project: str | None = None,
@@ -436,7 +436,7 @@ class Memory(ItemMethods, ReviewMethods, LogMethods, RequestMethods, SharingMeth
     def embed(self, texts: Sequence[str], *, query: bool = False) -> np.ndarray:
         """The vectors of ``texts`` by this Memory's embedder, one row each: as stored
         passages, or with ``query=True`` as search queries (some models embed the two
-        differently). Loads the model if it is not loaded yet."""
+        differently)."""
         self._check_open()
         if query:
             return self.embedder.embed_queries(texts)
