@@ -12,10 +12,13 @@ import pydantic
 from pydantic import BaseModel, ConfigDict, Field, TypeAdapter
 
 from .errors import ValidationError
-from .model import AgentEvent, Scope
+from .model import EPISODE_KINDS, KINDS, AgentEvent, Scope
 
-__all__ = ["Message", "check_label", "check_metadata", "clean_text", "parse_events",
-           "parse_messages", "parse_scope", "parse_time"]
+__all__ = ["FILTER_KINDS", "Message", "check_label", "check_metadata", "clean_text", "parse_events",
+           "parse_kinds", "parse_messages", "parse_scope", "parse_time"]
+
+#: Every kind a search or a listing can be narrowed to.
+FILTER_KINDS = tuple(dict.fromkeys((*KINDS, *EPISODE_KINDS)))
 
 _CONTROL = re.compile(r"[\x00-\x08\x0b\x0c\x0e-\x1f\x7f]")
 _ANSI = re.compile(r"\x1b\[[0-9;?]*[ -/]*[@-~]")
@@ -144,6 +147,19 @@ def parse_scope(*, nested: bool = False, **fields: Any) -> Scope:
             raise ValidationError(name, "is empty; pass None to leave it out")
         check_label(value, name)
     return Scope(**fields, nested=nested)
+
+
+def parse_kinds(kinds: str | Sequence[str] | None) -> tuple[str, ...] | None:
+    """``kinds`` as a tuple (one kind may be given as a plain string); ValidationError
+    for a name that is not a kind, which would otherwise match nothing, silently."""
+    if kinds is None:
+        return None
+    given = (kinds,) if isinstance(kinds, str) else tuple(kinds)
+    for kind in given:
+        if kind not in FILTER_KINDS:
+            raise ValidationError("kind", f"{kind!r} is not a kind of memory; use one of "
+                                           f"{', '.join(FILTER_KINDS)}")
+    return given
 
 
 ParsedMessage = tuple[str | None, str, dict[str, Any], float | None]

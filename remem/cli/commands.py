@@ -284,6 +284,6 @@ def reembed(
             m.flush()
             vectors = m.stats().vectors
             if as_json:
-                print_json({"vectors": vectors, "embedder": m.embedder.name})
+                print_json({"vectors": vectors, "embedder": m.embedder_name})
             else:
-                out_console().print(Text(f"done: {vectors} vectors with {m.embedder.name}"))
+                out_console().print(Text(f"done: {vectors} vectors with {m.embedder_name}"))

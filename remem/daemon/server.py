@@ -211,7 +211,7 @@ class HookDaemon:
 
     def _warm(self) -> None:
         try:
-            self.memory.embedder.embed_queries(["warm up"])
+            self.memory.embed(["warm up"], query=True)
         except Exception as exc:  # pragma: no cover - the first real query reports it
             log.warning("warming the embedder failed: %s", exc)
 

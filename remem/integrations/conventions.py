@@ -48,7 +48,7 @@ def against(command: str, prog: str, hits: Sequence[Hit], memory: Memory,
              and avoided(hit.memory.text, prog)]
     if not named:
         return []
-    query = memory.embedder.embed_queries([command])[0]
-    passages = memory.embedder.embed_passages([item.text for item in named])
+    query = memory.embed([command], query=True)[0]
+    passages = memory.embed([item.text for item in named])
     scores = np.asarray(passages, dtype=np.float32) @ np.asarray(query, dtype=np.float32)
     return [item for item, score in zip(named, scores, strict=True) if float(score) >= floor]

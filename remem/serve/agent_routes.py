@@ -182,7 +182,7 @@ def agent_routes(memory: Memory, auth: Authenticator) -> APIRouter:
     def _own_job(job_id: str, who: Principal) -> str:
         """The job, if the key may see it (another user's is not found, as outside its org)."""
         if who.user_id is not None:
-            memory.store.job(job_id, who.org_id, who.user_id)
+            memory.job(job_id, org_id=who.org_id, user_id=who.user_id)
         return job_id
 
     @router.post("/jobs/{job_id}/retry", tags=["jobs"])

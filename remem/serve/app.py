@@ -17,7 +17,6 @@ from .do_routes import do_routes
 from .errors import install_error_handlers
 from .events import EventHub, event_routes
 from .hosts import HostGuard, allowed_hosts
-from .keys import KeyStore
 from .limits import BodyLimit
 from .log_routes import log_routes
 from .proxy import ChatProxy, proxy_routes
@@ -43,7 +42,7 @@ def create_app(memory: Memory, *, config: ServerConfig | None = None) -> FastAPI
     """The REST service of ``memory`` (an ASGI app). ``config`` defaults to
     ``memory.config.server``. The caller keeps ownership of ``memory`` and closes it."""
     config = config or memory.config.server
-    keys = KeyStore(memory.store)
+    keys = memory.keys
     auth = Authenticator(keys)
     hub = EventHub(memory)
     proxy = ChatProxy(memory, hub, config)

@@ -135,7 +135,7 @@ class EventHub:
             await asyncio.sleep(self.poll_s)
             ids = sorted({j for w in self._waiting for j in w.job_ids})
             try:
-                states = await run_in_threadpool(self.memory.store.job_states, ids)
+                states = await run_in_threadpool(self.memory.job_states, ids)
             except Exception:  # the store may be busy or closing; try again on the next tick
                 log.warning("cannot read job states", exc_info=True)
                 continue

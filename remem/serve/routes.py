@@ -71,8 +71,8 @@ def service_routes(memory: Memory, auth: Authenticator, keys: KeyStore) -> APIRo
     def ready(who: Annotated[Principal, Depends(read)]) -> Ready:
         """The store opens and answers."""
         try:
-            embedder = memory.store.meta("embedder") or ""
-            backlog = memory.store.embed_backlog()
+            embedder = memory.stored_embedder()
+            backlog = memory.embed_backlog()
         except Exception as exc:
             raise ApiError(503, "not_ready", f"the store cannot be read ({exc}); check that the "
                            "file exists and is readable, and the server log") from exc

@@ -67,7 +67,7 @@ def serve(memory: Memory, config: ServerConfig, *, log_level: str = "info",
 
     from .app import create_app
 
-    check_bind(config.host, KeyStore(memory.store))
+    check_bind(config.host, memory.keys)
     sock = listen(config.host, config.port)
     try:
         app = create_app(memory, config=config)

@@ -117,7 +117,7 @@ def view_routes(console: Console) -> APIRouter:
                   *memory.jobs(state="cancelled", org_id=org, limit=20)] if admin else []
         return console.render(request, "jobs.html", who=who, admin=admin, queue=queue,
                               failed=failed, stats=memory.stats() if admin and org is None else None,
-                              embedder=memory.embedder.name, extractor=memory.config.agent.extractor,
+                              embedder=memory.embedder_name, extractor=memory.config.agent.extractor,
                               heed=memory.heed(**where.many()))
 
     @router.get("/jobs")

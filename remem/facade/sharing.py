@@ -1,4 +1,4 @@
-"""The facade's sharing, cube and PAM methods (mixed into :class:`~remem.memory.Memory`).
+"""Memory's sharing, cube and PAM methods.
 
 Each one checks its arguments and hands the work to ``govern.sharing`` or ``cube``.
 """
@@ -12,44 +12,22 @@ from datetime import datetime
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from . import __version__
-from ._inputs import parse_scope
-from .config import cube_registry_path, signing_key_path
-from .errors import ValidationError
-from .govern.sharing import Sharing
-from .model import Hit, Scope, Share
+from .. import __version__
+from .._inputs import parse_kinds, parse_scope
+from ..config import cube_registry_path, signing_key_path
+from ..errors import ValidationError
+from ..model import Hit, Scope, Share
+from .base import FacadeBase
 
 if TYPE_CHECKING:
-    from .config import Config
-    from .cube import CubeManifest, Installed, SigningKey
-    from .embed import Embedder
-    from .organize.agent import MemoryAgent
-    from .retrieve import Retriever
-    from .schedule import Worker
-    from .store import Filters, Store
+    from ..cube import CubeManifest, Installed, SigningKey
+    from ..store import Filters
 
 __all__ = ["SharingMethods"]
 
 
-class SharingMethods:
+class SharingMethods(FacadeBase):
     """Grants, cubes and PAM on a :class:`~remem.memory.Memory`."""
-
-    store: Store
-    config: Config
-    embedder: Embedder
-    agent: MemoryAgent
-    retriever: Retriever
-    worker: Worker
-    _pending: set[str]
-
-    def _check_open(self) -> None: ...  # provided by Memory
-
-    def _passages(self, text: str, speaker: str | None) -> builtins.list[str]: ...
-
-    @property
-    def sharing(self) -> Sharing:
-        """The grants of this store (:class:`~remem.govern.sharing.Sharing`)."""
-        return Sharing(self.store)
 
     # --- sharing ------------------------------------------------------------------------
 
@@ -84,15 +62,6 @@ class SharingMethods:
         return builtins.list(self.sharing.listing(scope.org_id, user_id=scope.user_id,
                                                   grantee=grantee))
 
-    def _check_writer(self, writer: str | None, scope: Scope) -> dict[str, Any]:
-        """The metadata that attributes a write to ``writer``; PermissionDeniedError when
-        ``writer`` may not write into ``scope``."""
-        if writer is None:
-            return {}
-        parse_scope(user_id=writer)
-        self.sharing.can_write(writer, scope)
-        return {"writer": writer}
-
     def _with_shared(self, hits: builtins.list[Hit], query: str, scope: Scope, filters: Filters,
                      k: int, now: datetime) -> builtins.list[Hit]:
         """``hits`` merged with what the grants to the reader find, labelled, best first."""
@@ -120,7 +89,7 @@ class SharingMethods:
     def signing_key(self, *, create: bool = True) -> SigningKey:
         """The key that signs the cubes this user packs (created at
         ``Config.signing_key``, ``0600``, on first use when ``create``)."""
-        from .cube import load_or_create, load_signing_key
+        from ..cube import load_or_create, load_signing_key
 
         path = signing_key_path(self.config)
         return load_or_create(path) if create else load_signing_key(path)
@@ -136,14 +105,12 @@ class SharingMethods:
 
         >>> path, manifest = m.pack_cube("team.cube", name="web-conventions", user_id="alice")
         """
-        from .cube import pack, registry_path
+        from ..cube import pack, registry_path
 
         self._check_open()
         scope = parse_scope(org_id=org_id, user_id=user_id, agent_id=agent_id, project=project)
         if kinds is not None:
-            from .memory import _kinds
-
-            kinds = _kinds(kinds)
+            kinds = parse_kinds(kinds)
         for field, value in (("description", description), ("license", license)):
             if not isinstance(value, str):
                 raise ValidationError(field, "expected a string")
@@ -161,7 +128,7 @@ class SharingMethods:
     def verify_cube(self, source: str | os.PathLike[str]) -> CubeManifest:
         """The manifest of a cube (a path, or a name in the registry) whose signature and
         checksums match; CubeVerifyError (or CubeError) otherwise."""
-        from .cube import read_cube, resolve, verify
+        from ..cube import read_cube, resolve, verify
 
         cube = read_cube(resolve(os.fspath(source), cube_registry_path(self.config)))
         verify(cube)
@@ -173,23 +140,21 @@ class SharingMethods:
         """Verify a cube (a path, or a name in the registry) and install its memories into
         the scope, marked with their origin, in one transaction. Text that reads as an
         instruction to the agent is installed held for review."""
-        from .cube import install, read_cube, resolve
+        from ..cube import install, read_cube, resolve
 
         self._check_open()
         scope = parse_scope(org_id=org_id, user_id=user_id, agent_id=agent_id, project=project)
         cube = read_cube(resolve(os.fspath(source), cube_registry_path(self.config)))
         done = install(self.store, cube, scope, split=self._passages, screen=self.agent.screen_text,
                        max_chars=self.config.max_text_chars)
-        self._pending.update(done.job_ids)
-        if self.config.run_worker:
-            self.worker.wake()
+        self._jobs.track(done.job_ids)
         return done
 
     def uninstall_cube(self, name: str, *, user_id: str | None = None, project: str | None = None,
                        agent_id: str | None = None, org_id: str | None = None) -> builtins.list[str]:
         """Remove every memory the cube ``name`` installed in the scope, and nothing else;
         the ids removed."""
-        from .cube import uninstall
+        from ..cube import uninstall
 
         self._check_open()
         scope = parse_scope(org_id=org_id, user_id=user_id, agent_id=agent_id, project=project)
@@ -199,7 +164,7 @@ class SharingMethods:
                         agent_id: str | None = None,
                         org_id: str | None = None) -> dict[str, dict[str, Any]]:
         """The cubes installed in the scope: name -> version, signer, counts."""
-        from .cube import installed_cubes
+        from ..cube import installed_cubes
 
         self._check_open()
         scope = parse_scope(org_id=org_id, user_id=user_id, agent_id=agent_id, project=project)
@@ -210,7 +175,7 @@ class SharingMethods:
     def export_pam(self, *, user_id: str | None = None, project: str | None = None,
                    agent_id: str | None = None, org_id: str | None = None) -> dict[str, Any]:
         """The scope's memories as a Portable AI Memory (PAM 1.0) memory store document."""
-        from .cube.pam import export_pam
+        from ..cube.pam import export_pam
 
         self._check_open()
         scope = parse_scope(org_id=org_id, user_id=user_id, agent_id=agent_id, project=project)
@@ -220,13 +185,11 @@ class SharingMethods:
                    agent_id: str | None = None, org_id: str | None = None) -> builtins.list[str]:
         """Check a PAM memory store document in full, then add its memories to the scope in
         one transaction; the ids of the new memories."""
-        from .cube.pam import import_pam
+        from ..cube.pam import import_pam
 
         self._check_open()
         scope = parse_scope(org_id=org_id, user_id=user_id, agent_id=agent_id, project=project)
         ids, _ = import_pam(self.store, document, scope, split=self._passages,
                             screen=self.agent.screen_text, max_chars=self.config.max_text_chars)
-        self._pending.update(self.store.queued("embed"))
-        if self.config.run_worker:
-            self.worker.wake()
+        self._jobs.track(self.store.queued("embed"))
         return ids
