@@ -11,6 +11,7 @@ import inspect
 import re
 import time
 from collections.abc import Iterator
+from dataclasses import replace
 from datetime import datetime, timezone
 from pathlib import Path
 
@@ -25,7 +26,7 @@ from remem.errors import (
     StoreNotFoundError,
     ValidationError,
 )
-from remem.model import Scope, Share
+from remem.model import Provenance, Scope, Share
 from remem.store import Filters, NewMemory, Store, create_store
 from remem.store.base import (
     ApiKeyStore,
@@ -265,6 +266,54 @@ def test_merge_into_adds_sources_without_a_new_version(store: Store) -> None:
     assert store.history("m_1", ALICE)[-1].action == "merged"
     with pytest.raises(NotFoundError):
         store.merge_into("m_nope", [], metadata={}, maturity="candidate", reason="")
+
+
+TOOL = Provenance(door="hook", source="tool", trust="external")
+AGENT = Provenance(door="mcp", source="assistant", trust="agent")
+
+
+def test_a_derived_memory_takes_its_least_trusted_sources_provenance(store: Store) -> None:
+    user = episode("e_user", "we use pnpm")
+    store.insert([user, replace(episode("e_tool", "pnpm: not found"), provenance=TOOL)], None)
+    store.insert([replace(episode("e_said", "use yarn"), provenance=AGENT),
+                  derived("m_mixed", "pnpm is missing", ("e_user", "e_tool")),
+                  derived("m_batch", "yarn it is", ("e_user", "e_said")),  # a source of its batch
+                  derived("m_own", "the user's", ("e_user",)),
+                  replace(derived("m_given", "given"), provenance=AGENT),
+                  derived("m_none", "cites nothing")], None)
+    found = {m.id: m.provenance for m in store.items_by_id(
+        ["e_user", "e_tool", "m_mixed", "m_batch", "m_own", "m_given", "m_none"])}
+    assert found == {"e_user": Provenance(), "e_tool": TOOL, "m_mixed": TOOL, "m_batch": AGENT,
+                     "m_own": Provenance(), "m_given": AGENT, "m_none": Provenance()}
+    assert store.get("m_mixed", ALICE).provenance == TOOL
+
+
+def test_merging_a_less_trusted_source_lowers_the_trust_and_a_more_trusted_one_does_not(
+        store: Store) -> None:
+    store.insert([episode("e_1", "one"), replace(episode("e_2", "two"), provenance=AGENT),
+                  replace(episode("e_3", "three"), provenance=TOOL), episode("e_4", "four"),
+                  derived("m_1", "fact", ("e_1",))], None)
+    store.merge_into("m_1", ["e_2"], metadata={}, maturity="candidate", reason="again")
+    assert store.get("m_1", ALICE).provenance == AGENT
+    store.merge_into("m_1", ["e_4"], metadata={}, maturity="candidate", reason="again")
+    assert store.get("m_1", ALICE).provenance == AGENT
+    store.merge_into("m_1", ["e_3"], metadata={}, maturity="candidate", reason="again")
+    assert store.get("m_1", ALICE).provenance == TOOL
+
+
+def test_trust_and_door_filters(store: Store) -> None:
+    store.insert([derived("m_1", "deploy rule"), replace(derived("m_2", "deploy note"),
+                                                          provenance=TOOL)], None)
+    ids = {rowid(store, "m_1"): "m_1", rowid(store, "m_2"): "m_2"}
+
+    def found(filters: Filters) -> set[str]:
+        return {ids[r] for r, _ in store.fulltext(["deploy"], ALICE, filters, 5)}
+
+    assert found(Filters(trust=("external",))) == {"m_2"}
+    assert found(Filters(trust=("user", "agent"))) == {"m_1"}
+    assert found(Filters(doors=("hook",))) == {"m_2"}
+    assert found(Filters(doors=())) == set()
+    assert [m.id for m in store.page(ALICE, Filters(trust=("user",)), 10, None)] == ["m_1"]
 
 
 def test_supersede_flags_what_was_derived_from_the_old_one(store: Store) -> None:

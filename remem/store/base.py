@@ -17,6 +17,7 @@ from ..model import (
     JobInfo,
     MemoryItem,
     Page,
+    Provenance,
     Scope,
     Share,
     Source,
@@ -29,7 +30,10 @@ __all__ = ["ApiKeyStore", "AuditLog", "CopyStore", "Filters", "GraphStore", "Inj
 
 @dataclass(frozen=True)
 class NewMemory:
-    """A memory to insert, with its passages (already split) and source episode ids."""
+    """A memory to insert, with its passages (already split) and source episode ids.
+
+    ``provenance`` None: a derived memory inherits the provenance of its sources (the least
+    trusted wins; with none, the default), an episode gets the default (``sdk``, ``user``)."""
 
     id: str
     kind: str
@@ -43,6 +47,7 @@ class NewMemory:
     metadata: dict[str, Any] = field(default_factory=dict)
     passages: Sequence[str] = ()
     source_ids: Sequence[str] = ()
+    provenance: Provenance | None = None
 
 
 @dataclass(frozen=True)
@@ -57,6 +62,10 @@ class Filters:
     as_of: float | None = None
     maturity: str | None = None
     subject: str | None = None
+    #: trust levels to keep (None: any)
+    trust: tuple[str, ...] | None = None
+    #: doors to keep (None: any)
+    doors: tuple[str, ...] | None = None
 
 
 @dataclass(frozen=True)

@@ -45,8 +45,8 @@ def scope_sql(scope: Scope, alias: str = "m", *, by_rowid: bool = False,
 
 
 def filters_sql(filters: Filters, alias: str = "m", *, mark: str = "?") -> tuple[str, list[Any]]:
-    """The WHERE clause for kinds, statuses, time, maturity and subject; ``as_of`` shows
-    what was valid then."""
+    """The WHERE clause for kinds, statuses, time, maturity, subject, trust and door;
+    ``as_of`` shows what was valid then."""
     clauses: list[str] = []
     params: list[Any] = []
     statuses = filters.statuses
@@ -77,4 +77,9 @@ def filters_sql(filters: Filters, alias: str = "m", *, mark: str = "?") -> tuple
     if filters.subject is not None:
         clauses.append(f"{alias}.subject = {mark}")
         params.append(filters.subject)
+    for column, values in (("trust", filters.trust), ("door", filters.doors)):
+        if values is not None:
+            clauses.append(f"{alias}.{column} IN ({','.join([mark] * len(values))})"
+                           if values else "1 = 0")
+            params += list(values)
     return " AND ".join(clauses), params
