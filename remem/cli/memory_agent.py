@@ -54,7 +54,7 @@ def remember(
     """
     with open_memory(db, create=True) as m:
         item = m.remember(text, kind=kind, subject=subject, pinned=pin, writer=writer,
-                          **scope(org, user, agent, project, session))
+                          door="cli", **scope(org, user, agent, project, session))
     if as_json:
         print_json(item.model_dump(mode="json"))
     else:
