@@ -15,7 +15,7 @@ from ..text import segment
 
 __all__ = ["COALESCE_PREFIX", "CONTEXT_CHARS", "HEAT_DECAY", "REVIEW_NOTE", "batch_contexts",
            "best_topic", "compacted_note", "counted_sql", "least_trusted", "mentions", "owner_of",
-           "page_before", "provenance_of", "purge_closure", "purged_words", "row_provenance"]
+           "page_after", "page_before", "provenance_of", "purge_closure", "purged_words", "row_provenance"]
 
 #: Each warming of a session's working memory first multiplies every heat by this.
 HEAT_DECAY = 0.8
@@ -110,6 +110,11 @@ def mentions(text: str, marks: set[str]) -> bool:
     """True when ``text`` holds a word pair or a long word of purged text."""
     words = re.findall(r"\w+", text.lower())
     return any(w in marks for w in words) or any(f"{a} {b}" in marks for a, b in zip(words, words[1:]))
+
+
+def page_after(cursor: str | None) -> int:
+    """The rowid an ascending page starts above: a cursor from a previous page, checked."""
+    return 0 if cursor is None else page_before(cursor)
 
 
 def page_before(cursor: str | None) -> int:

