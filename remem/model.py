@@ -427,7 +427,7 @@ class AuditEntry(BaseModel):
 
     id: str
     at: datetime
-    door: str = Field(description="rest, mcp or cli")
+    door: str = Field(description="rest, mcp, cli, or retention (the retention policy)")
     actor: str | None = Field(None, description="who: the key's user, the agent's user or the "
                               "account that ran the command")
     key_id: str | None = None

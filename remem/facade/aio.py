@@ -33,6 +33,7 @@ if TYPE_CHECKING:
         Link,
         MemoryItem,
         Page,
+        RetentionResult,
         Share,
         Stats,
         TopicNode,
@@ -261,6 +262,11 @@ class AsyncMemory:
     async def decay(self, *, now: str | datetime | None = None,
                     org_id: str | None = None) -> builtins.list[str]:
         return await self._call("decay", locals())
+
+    async def apply_retention(self, *, now: str | datetime | None = None, dry_run: bool = False,
+                              org_id: str | None = None,
+                              user_id: str | None = None) -> RetentionResult:
+        return await self._call("apply_retention", locals())
 
     async def strength(self, memory_id: str, *, now: str | datetime | None = None,
                        org_id: str | None = None, user_id: str | None = None,
