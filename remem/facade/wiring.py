@@ -114,7 +114,8 @@ def build(config: Config, path: str | os.PathLike[str] | None, *, embedder: Embe
         "extract": extract_handler(store, extractor, agent),
         "prefetch": prefetch_handler(store, prefetcher, config.agent),
         "decay": decay_handler(store, config.agent),
-        "retention": retention_handler(store, config.retention, agent.mindmap),
+        "retention": retention_handler(store, config.retention, agent.mindmap,
+                                       lease_s=config.job_lease_s),
         "remind": remind_handler(store, listeners),
     })
     jobs = PendingJobs(store, worker, run_worker=config.run_worker)

@@ -94,10 +94,11 @@ class Retention:
             cursor = page.next_cursor
 
     def apply(self, now: float | None = None, *, dry_run: bool = False,
-              org_id: str | None = None, user_id: str | None = None,
-              actor: str | None = None) -> RetentionResult:
+              org_id: str | None = None, user_id: str | None = None, actor: str | None = None,
+              progress: Callable[[], object] | None = None) -> RetentionResult:
         """Run every rule at ``now`` (default: the present); with ``dry_run``, only say
-        what each would do. Each page of items is one transaction."""
+        what each would do. Each page of items is one transaction, after which
+        ``progress`` is called (a job renews its lease there)."""
         now = time.time() if now is None else now
         done: dict[str, list[str]] = {"compacted": [], "noted": [], "archived": [], "purged": []}
         for n, rule in enumerate(self.config.rules, 1):
@@ -110,6 +111,8 @@ class Retention:
                     continue
                 with self.store.transaction():
                     self._act(rule.action, items, reason, done, actor)
+                if progress is not None:
+                    progress()
         at = datetime.fromtimestamp(now, timezone.utc)
         return RetentionResult(at=at, dry_run=dry_run,
                                **{k: list(dict.fromkeys(v)) for k, v in done.items()})

@@ -93,12 +93,18 @@ def retention(store: Store, config: RetentionConfig, mindmap: MindMap) -> Retent
     return Retention(store, config, purge=purge)
 
 
-def retention_handler(store: Store, config: RetentionConfig, mindmap: MindMap) -> Handler:
+def retention_handler(store: Store, config: RetentionConfig, mindmap: MindMap,
+                      lease_s: float = 60.0) -> Handler:
     """Runs ``retention`` jobs: ``{"now": epoch seconds}`` (optional). Each page of items
-    is its own transaction; a run cut short is taken up again by the next one."""
+    is its own transaction, after which the job's lease is renewed for ``lease_s``; a run
+    cut short is taken up again by the next one."""
 
     def run(job: Job) -> None:
-        done = retention(store, config, mindmap).apply(job.payload.get("now"), actor="schedule")
+        def renew() -> None:
+            store.put_vectors([], [job], renew_s=lease_s)
+
+        done = retention(store, config, mindmap).apply(job.payload.get("now"), actor="schedule",
+                                                       progress=renew)
         store.finish_job(job, {"compacted": len(done.compacted), "noted": len(done.noted),
                                "archived": len(done.archived), "purged": len(done.purged)})
 
