@@ -112,6 +112,22 @@ def test_archive_and_purge_per_kind_and_scope_keep_pins_and_walls(
     assert m.apply_retention(now=later()).archived == []  # done once
 
 
+def test_a_purge_that_would_take_a_pinned_memory_with_it_is_left_undone(
+        open_memory: Callable[..., Memory]) -> None:
+    m = open_memory(config=policy({"items": "procedure", "older_than_days": 1, "action": "purge"},
+                                  agent={"extractor": "off"}))
+    steps = m.remember("To release: tag, build, push the image", kind="procedure", user_id="alice")
+    rule = m.remember("Releases follow the tag-build-push steps", kind="convention",
+                      user_id="alice", pinned=True)
+    m.store.link([(rule.id, steps.id, "derived_from", 1.0)])
+    assert m.apply_retention(now=later(), dry_run=True).purged == [steps.id]
+    assert m.apply_retention(now=later()).purged == []
+    assert m.get(steps.id, user_id="alice").status == "active"
+    assert m.get(rule.id, user_id="alice").pinned
+    m.pin(rule.id, pinned=False, user_id="alice")
+    assert set(m.apply_retention(now=later()).purged) >= {steps.id, rule.id}
+
+
 def test_a_run_confined_to_one_user_reaches_no_other(open_memory: Callable[..., Memory]) -> None:
     m = open_memory(config=policy({"items": "memories", "older_than_days": 1, "action": "archive"}))
     alice = m.remember("Alice takes the early train", user_id="alice")

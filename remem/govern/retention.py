@@ -15,7 +15,8 @@ the store took in more than ``older_than_days`` before the present:
   agent's rules apply: the turn ``remember`` wrote for it goes too, and the mind map
   forgets its words).
 
-Pinned items are never touched. A rule naming an org, a user or a project acts inside
+Pinned items are never touched, nor taken along: a memory whose purge would take a
+pinned one with it (derived from it) is left as it is. A rule naming an org, a user or a project acts inside
 those walls only; a run confined to an org or a user (``org_id``, ``user_id``) applies
 only the rules that can reach inside it, and only there. Every item acted on is put in
 the audit log: door ``retention``, action ``retention compact|archive|purge``, the item's
@@ -38,6 +39,11 @@ __all__ = ["DAY", "Retention", "exact_scope"]
 
 DAY = 86400.0
 _PAGE = 500
+_EVERY_STATUS = ("active", "superseded", "archived", "forgotten", "held")
+
+
+class _TakesPinned(Exception):
+    """A purge would take a pinned memory with it: rolled back."""
 
 
 def exact_scope(item: MemoryItem) -> Scope:
@@ -71,6 +77,7 @@ class Retention:
         self.config = config
         self.purge = purge or (lambda item: store.purge(item.id, exact_scope(item)))
         self.auditor = auditor or Auditor(store)
+        self._pins: dict[Scope, set[str]] = {}
 
     def due(self, rule: RetentionRule, now: float, *, org_id: str | None = None,
             user_id: str | None = None) -> Iterator[list[MemoryItem]]:
@@ -101,6 +108,7 @@ class Retention:
         ``progress`` is called (a job renews its lease there)."""
         now = time.time() if now is None else now
         done: dict[str, list[str]] = {"compacted": [], "noted": [], "archived": [], "purged": []}
+        self._pins = {}
         for n, rule in enumerate(self.config.rules, 1):
             reason = (f"retention rule {n}: {rule.items} older than {rule.older_than_days:g} "
                       f"days")
@@ -136,12 +144,25 @@ class Retention:
             for item in items:
                 if item.id in done["purged"]:
                     continue  # went with a memory it was derived from
+                pinned = self._pinned(exact_scope(item))
                 try:
-                    done["purged"] += self.purge(item)
-                except NotFoundError:
+                    with self.store.transaction():  # a savepoint: rolled back alone
+                        gone = self.purge(item)
+                        if pinned & set(gone):
+                            raise _TakesPinned(item.id)
+                except (NotFoundError, _TakesPinned):
                     continue
+                done["purged"] += gone
                 touched.append(item)
         for item in touched:
             self.auditor.record(door="retention", action=f"retention {action}",
                                 org_id=item.org_id, user_id=item.user_id, actor=actor,
                                 target=item.id, status=0)
+
+    def _pinned(self, scope: Scope) -> set[str]:
+        """The pinned memories of a user's scope (every project), read once per run."""
+        key = scope.model_copy(update={"project": None})
+        if key not in self._pins:
+            self._pins[key] = {m.id for m in self.store.derived(
+                key, statuses=_EVERY_STATUS, limit=1_000_000) if m.pinned}
+        return self._pins[key]
