@@ -16,9 +16,9 @@ the store took in more than ``older_than_days`` before the present:
   forgets its words).
 
 Pinned items are never touched, nor taken along: a memory whose purge would take a
-pinned one with it (derived from it) is left as it is. A rule naming an org, a user or a project acts inside
-those walls only; a run confined to an org or a user (``org_id``, ``user_id``) applies
-only the rules that can reach inside it, and only there. Every item acted on is put in
+pinned one with it (derived from it) is left as it is. A rule naming an org, a user or a
+project acts inside those walls only; a run confined to an org or a user (``org_id``,
+``user_id``) applies only the rules that can reach inside it, and only there. Every item acted on is put in
 the audit log: door ``retention``, action ``retention compact|archive|purge``, the item's
 id, in its org's and its user's walls, and who started the run (``actor``).
 """
