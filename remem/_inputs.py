@@ -12,10 +12,10 @@ import pydantic
 from pydantic import BaseModel, ConfigDict, Field, TypeAdapter
 
 from .errors import ValidationError
-from .model import EPISODE_KINDS, KINDS, AgentEvent, Scope
+from .model import DOORS, EPISODE_KINDS, KINDS, TRUST_LEVELS, AgentEvent, Scope
 
 __all__ = ["FILTER_KINDS", "Message", "check_label", "check_metadata", "clean_text", "parse_events",
-           "parse_kinds", "parse_messages", "parse_scope", "parse_time"]
+           "parse_kinds", "parse_messages", "parse_provenance", "parse_scope", "parse_time"]
 
 #: Every kind a search or a listing can be narrowed to.
 FILTER_KINDS = tuple(dict.fromkeys((*KINDS, *EPISODE_KINDS)))
@@ -160,6 +160,23 @@ def parse_kinds(kinds: str | Sequence[str] | None) -> tuple[str, ...] | None:
             raise ValidationError("kind", f"{kind!r} is not a kind of memory; use one of "
                                            f"{', '.join(FILTER_KINDS)}")
     return given
+
+
+def parse_provenance(trust: str | Sequence[str] | None, door: str | Sequence[str] | None
+                     ) -> tuple[tuple[str, ...] | None, tuple[str, ...] | None]:
+    """``trust`` and ``door`` filters as tuples (one value may be a plain string);
+    ValidationError for a trust level or a door that does not exist."""
+    out: list[tuple[str, ...] | None] = []
+    for name, value, known in (("trust", trust, TRUST_LEVELS), ("door", door, (*DOORS, "unknown"))):
+        if value is None:
+            out.append(None)
+            continue
+        given = (value,) if isinstance(value, str) else tuple(value)
+        for one in given:
+            if one not in known:
+                raise ValidationError(name, f"{one!r}: use one of {', '.join(known)}")
+        out.append(given)
+    return out[0], out[1]
 
 
 ParsedMessage = tuple[str | None, str, dict[str, Any], float | None]

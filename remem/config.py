@@ -2,17 +2,20 @@
 
 from __future__ import annotations
 
+import json
 import os
 from collections.abc import Mapping
 from pathlib import Path
 from typing import Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
 
 from .errors import ConfigError
+from .model import KINDS
 
-__all__ = ["AgentConfig", "Config", "RedactionConfig", "RetrievalConfig", "ServerConfig",
-           "cube_registry_path", "default_path", "is_url", "resolve_store", "signing_key_path"]
+__all__ = ["AgentConfig", "Config", "RedactionConfig", "RetentionConfig", "RetentionRule",
+           "RetrievalConfig", "ServerConfig", "cube_registry_path", "default_path", "is_url",
+           "resolve_store", "signing_key_path"]
 
 
 class RetrievalConfig(BaseModel):
@@ -151,6 +154,67 @@ class RedactionConfig(BaseModel):
         return value
 
 
+#: What a retention rule can name: every episode (raw turns and agent events), every
+#: derived memory, or the memories of one kind.
+RETENTION_ITEMS = ("episodes", "memories", *KINDS)
+
+
+class RetentionRule(BaseModel):
+    """One rule of the retention policy: what to do with which items once they are old.
+
+    ``items`` is ``episodes``, ``memories`` or one kind of memory (``fact``, ``event``...);
+    ``older_than_days`` counts from when remem stored the item; ``action`` is ``compact``
+    for episodes (their text is deleted for good, the memories derived from them stay) and
+    ``archive`` or ``purge`` for memories. ``org_id``, ``user_id`` and ``project`` confine
+    the rule to one org, user or project (None: every one). Pinned items are never touched.
+
+    >>> RetentionRule(items="episodes", older_than_days=30, action="compact")
+    RetentionRule(items='episodes', older_than_days=30.0, action='compact', ...)
+    """
+
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+    items: str = Field(description="'episodes', 'memories' or a kind of memory")
+    older_than_days: float = Field(gt=0, description="age, counted from when it was stored")
+    action: Literal["compact", "archive", "purge"]
+    org_id: str | None = Field(None, min_length=1)
+    user_id: str | None = Field(None, min_length=1)
+    project: str | None = Field(None, min_length=1)
+
+    @field_validator("items")
+    @classmethod
+    def _known_items(cls, value: str) -> str:
+        if value not in RETENTION_ITEMS:
+            raise ValueError(f"unknown items {value!r}; use {', '.join(RETENTION_ITEMS)}")
+        return value
+
+    @model_validator(mode="after")
+    def _fitting_action(self) -> RetentionRule:
+        if (self.items == "episodes") != (self.action == "compact"):
+            raise ValueError(f"{self.action} does not apply to {self.items}: episodes are "
+                             "compacted, memories archived or purged")
+        return self
+
+
+class RetentionConfig(BaseModel):
+    """The retention policy (:mod:`remem.govern.retention`): off (no rules) by default.
+
+    The rules run in order, every ``every_s`` seconds as a scheduled job and whenever
+    :meth:`remem.Memory.apply_retention` (``remem retention``) asks; set them from the
+    environment as JSON in ``REMEM_RETENTION`` (a list of rules, or this object).
+
+    >>> RetentionConfig(rules=[{"items": "episodes", "older_than_days": 90, "action": "compact"},
+    ...                        {"items": "event", "older_than_days": 30, "action": "archive"}])
+    RetentionConfig(...)
+    """
+
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+    rules: tuple[RetentionRule, ...] = ()
+    every_s: float | None = Field(86400.0, gt=0, description="how often the scheduled job "
+                                  "applies the rules (None: only when asked)")
+
+
 class ServerConfig(BaseModel):
     """Settings of the REST service and its chat proxy (``remem serve``)."""
 
@@ -238,6 +302,7 @@ class Config(BaseModel):
     openai_api_key: str | None = Field(None, repr=False)
     server: ServerConfig = Field(default_factory=ServerConfig)
     redaction: RedactionConfig = Field(default_factory=RedactionConfig)
+    retention: RetentionConfig = Field(default_factory=RetentionConfig)
 
     @field_validator("embedder")
     @classmethod
@@ -277,6 +342,14 @@ class Config(BaseModel):
             if raw not in {"0", "1", "true", "false", "yes", "no"}:
                 raise ConfigError(f"REMEM_EMBED_IN_BACKGROUND={raw!r}: use true or false")
             values["embed_in_background"] = raw in {"1", "true", "yes"}
+        if env.get("REMEM_RETENTION", "").strip():
+            try:
+                policy = json.loads(env["REMEM_RETENTION"])
+            except json.JSONDecodeError as exc:
+                raise ConfigError(f"REMEM_RETENTION is not JSON ({exc.msg}); give a list of "
+                                  'rules, e.g. [{"items": "episodes", "older_than_days": 90, '
+                                  '"action": "compact"}]') from None
+            values["retention"] = {"rules": policy} if isinstance(policy, list) else policy
         if "REMEM_REDACT" in env:
             raw = env["REMEM_REDACT"].strip().lower()
             if raw not in {"0", "1", "true", "false", "yes", "no"}:

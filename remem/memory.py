@@ -21,6 +21,7 @@ from ._inputs import (
     check_label,
     clean_text,
     parse_kinds,
+    parse_provenance,
     parse_scope,
     parse_time,
 )
@@ -175,7 +176,7 @@ class Memory(ItemMethods, ReviewMethods, LogMethods, RequestMethods, SharingMeth
             timestamp: str | datetime | None = None,
             metadata: dict[str, Any] | None = None,
             on_ready: Callable[[AddResult], object] | None = None,
-            writer: str | None = None) -> AddResult:
+            writer: str | None = None, door: str = "sdk") -> AddResult:
         """Store each message verbatim as an episode, in one transaction.
 
         ``messages`` is a string, a dict, or a list of dicts with ``role`` or ``speaker``,
@@ -185,26 +186,33 @@ class Memory(ItemMethods, ReviewMethods, LogMethods, RequestMethods, SharingMeth
         prefetch). ``on_ready`` is called (in the worker's thread) with the same result
         once those jobs are over: the turns are then searchable by meaning and what they
         say is in the memories. ``writer``: as for :meth:`remember`.
+
+        ``door`` names the way the turns came in (``sdk``, ``rest``, ``mcp``, ``hook``,
+        ``cli``, ``import``, ``proxy``, ``agent``): each episode records it with its source
+        (its speaker's role) and the trust they earn in ``provenance``, and so does every
+        memory derived from it (see :mod:`remem.govern.provenance`).
         """
         self._check_open()
         scope = parse_scope(org_id=org_id, user_id=user_id, agent_id=agent_id, project=project,
                             session_id=session_id)
         return self._ingest.add(messages, scope, timestamp=timestamp, metadata=metadata,
-                                on_ready=on_ready, writer=writer)
+                                on_ready=on_ready, writer=writer, door=door)
 
     def add_events(self, events: Sequence[dict[str, Any]] | dict[str, Any], *,
                    user_id: str | None = None, agent_id: str | None = None,
                    project: str | None = None, session_id: str | None = None,
                    org_id: str | None = None, timestamp: str | datetime | None = None,
                    metadata: dict[str, Any] | None = None,
-                   on_ready: Callable[[AddResult], object] | None = None) -> AddResult:
+                   on_ready: Callable[[AddResult], object] | None = None,
+                   door: str = "sdk") -> AddResult:
         """Store coding-agent events (tool calls, file edits, errors, task start/end) as
-        episodes of kind ``event``; the event itself is kept in ``metadata["event"]``."""
+        episodes of kind ``event``; the event itself is kept in ``metadata["event"]``.
+        Their source is ``tool`` (trust ``external``); ``door`` as for :meth:`add`."""
         self._check_open()
         scope = parse_scope(org_id=org_id, user_id=user_id, agent_id=agent_id, project=project,
                             session_id=session_id)
         return self._ingest.add_events(events, scope, timestamp=timestamp, metadata=metadata,
-                                       on_ready=on_ready)
+                                       on_ready=on_ready, door=door)
 
     def remember(self, text: str, *, kind: str = "fact", subject: str | None = None,
                  org_id: str | None = None, user_id: str | None = None,
@@ -212,7 +220,7 @@ class Memory(ItemMethods, ReviewMethods, LogMethods, RequestMethods, SharingMeth
                  session_id: str | None = None, role: str = "user", pinned: bool = False,
                  metadata: dict[str, Any] | None = None, writer: str | None = None,
                  event_time: str | datetime | None = None,
-                 intent: str = "statement") -> MemoryItem:
+                 intent: str = "statement", door: str = "sdk") -> MemoryItem:
         """Propose a memory directly (an agent's "remember this"); returns the memory it
         became: a new one, an existing one it merged into, or one that supersedes an old
         one. The text is also kept verbatim as an episode, its source. ``event_time`` is
@@ -221,13 +229,15 @@ class Memory(ItemMethods, ReviewMethods, LogMethods, RequestMethods, SharingMeth
 
         ``writer`` names the user who writes, when it is not the scope's owner: team
         memory, or a user's scope shared for writing (PermissionDeniedError without a
-        write grant); the memory records it in ``metadata["writer"]``."""
+        write grant); the memory records it in ``metadata["writer"]``. ``role`` says who
+        wrote the text (``user``, ``assistant``, ``tool``, ``import``) and ``door`` how it
+        came in (as for :meth:`add`): the memory's ``provenance``."""
         self._check_open()
         scope = parse_scope(org_id=org_id, user_id=user_id, agent_id=agent_id, project=project,
                             session_id=session_id)
         return self._ingest.remember(text, scope, kind=kind, subject=subject, role=role,
                                      pinned=pinned, metadata=metadata, writer=writer,
-                                     event_time=event_time, intent=intent)
+                                     event_time=event_time, intent=intent, door=door)
 
     # --- reading ----------------------------------------------------------------------
 
@@ -237,7 +247,9 @@ class Memory(ItemMethods, ReviewMethods, LogMethods, RequestMethods, SharingMeth
                since: str | datetime | None = None, until: str | datetime | None = None,
                as_of: str | datetime | None = None, budget_tokens: int | None = None,
                include_episodes: bool = True, include_superseded: bool = False,
-               include_archived: bool = False, include_shared: bool = True) -> list[Hit]:
+               include_archived: bool = False, include_shared: bool = True,
+               trust: str | Sequence[str] | None = None,
+               door: str | Sequence[str] | None = None) -> list[Hit]:
         """The memories that best answer ``query`` within the scope, best first.
 
         Each hit has its ``score``, the ``channels`` that found it (with its rank in
@@ -247,6 +259,8 @@ class Memory(ItemMethods, ReviewMethods, LogMethods, RequestMethods, SharingMeth
         is searched as it stood) and resolves "last week" against it. What other users
         shared with the reader (see :meth:`share`) is searched too, each such hit labelled
         with ``shared_by`` (the grant) and a reason; ``include_shared=False`` leaves it out.
+        ``trust`` (``user``, ``agent``, ``external``) and ``door`` keep the memories whose
+        provenance has one of the values given.
         """
         self._check_open()
         query = clean_text(query, "query", self.config.max_text_chars)
@@ -259,10 +273,11 @@ class Memory(ItemMethods, ReviewMethods, LogMethods, RequestMethods, SharingMeth
         statuses = ("active",) + (("superseded",) if include_superseded else ()) + (
             ("archived",) if include_archived else ())
         as_of_ts = parse_time(as_of, "as_of")
+        trusts, doors = parse_provenance(trust, door)
         filters = Filters(
             kinds=parse_kinds(kinds), include_episodes=include_episodes,
             statuses=statuses, since=parse_time(since, "since"), until=parse_time(until, "until"),
-            as_of=as_of_ts,
+            as_of=as_of_ts, trust=trusts, doors=doors,
         )
         # "yesterday" is a UTC day, with or without as_of, as naive times are UTC
         now = datetime.fromtimestamp(self.clock() if as_of_ts is None else as_of_ts, timezone.utc)
@@ -294,7 +309,9 @@ class Memory(ItemMethods, ReviewMethods, LogMethods, RequestMethods, SharingMeth
              statuses: Sequence[str] | None = None, as_of: str | datetime | None = None,
              since: str | datetime | None = None, until: str | datetime | None = None,
              maturity: str | None = None, subject: str | None = None,
-             limit: int = 50, cursor: str | None = None) -> Page:
+             limit: int = 50, cursor: str | None = None,
+             trust: str | Sequence[str] | None = None,
+             door: str | Sequence[str] | None = None) -> Page:
         """Memories in the scope, newest first, one page at a time (``page.next_cursor``).
 
         Derived memories only, unless ``include_episodes``; active ones only, unless
@@ -303,7 +320,8 @@ class Memory(ItemMethods, ReviewMethods, LogMethods, RequestMethods, SharingMeth
         ``statuses`` names the statuses to list (instead of ``include_inactive``);
         ``as_of`` lists what was valid at that time (superseded memories among them);
         ``since`` / ``until`` bound the event time; ``maturity`` (candidate, confirmed,
-        canonical) and ``subject`` keep the memories that have that value.
+        canonical) and ``subject`` keep the memories that have that value; ``trust`` and
+        ``door`` (one value or several) those whose provenance has one of them.
         """
         self._check_open()
         if not isinstance(limit, int) or not 1 <= limit <= 1000:
@@ -323,7 +341,8 @@ class Memory(ItemMethods, ReviewMethods, LogMethods, RequestMethods, SharingMeth
             raise ValidationError("maturity", f"{maturity!r}: use one of {', '.join(_MATURITIES)}")
         check_label(subject, "subject")
         kinds = parse_kinds(kinds) or None
-        filters = Filters(kinds=kinds,
+        trusts, doors = parse_provenance(trust, door)
+        filters = Filters(kinds=kinds, trust=trusts, doors=doors,
                           include_episodes=include_episodes
                           or bool(kinds and set(kinds) & set(EPISODE_KINDS)),
                           statuses=statuses, as_of=parse_time(as_of, "as_of"),

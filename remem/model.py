@@ -28,6 +28,8 @@ __all__ = [
     "TopicNode",
     "MemoryItem",
     "Page",
+    "Provenance",
+    "RetentionResult",
     "Scope",
     "Share",
     "Source",
@@ -35,7 +37,10 @@ __all__ = [
     "TaskEnd",
     "TaskStart",
     "ToolCall",
+    "DOORS",
     "EPISODE_KINDS",
+    "SOURCES",
+    "TRUST_LEVELS",
     "new_id",
     "utcnow",
 ]
@@ -113,6 +118,35 @@ class Share(BaseModel):
         return Scope(org_id=self.org_id, user_id=self.user_id, project=self.project)
 
 
+#: The doors a memory can come in through: the Python API, the REST service, the MCP
+#: server, a coding agent's hooks, the command line, an importer, a MemCube, the chat
+#: proxy, and the agent-facing layer used directly (``unknown``: stored before remem
+#: recorded doors).
+DOORS = ("sdk", "rest", "mcp", "hook", "cli", "import", "cube", "proxy", "agent")
+Door = Literal["sdk", "rest", "mcp", "hook", "cli", "import", "cube", "proxy", "agent", "unknown"]
+#: Who said what a memory holds: the user (or a named person), the assistant, tool output
+#: (an agent event, a command's output, a fetched page), a system message, an imported
+#: file, a MemCube.
+SOURCES = ("user", "assistant", "tool", "system", "import", "cube")
+SourceName = Literal["user", "assistant", "tool", "system", "import", "cube"]
+#: How far what a memory holds is trusted, most trusted first: a person's own words, the
+#: agent's words, text from anywhere (tool output, system text, imports, cubes).
+TRUST_LEVELS = ("user", "agent", "external")
+Trust = Literal["user", "agent", "external"]
+
+
+class Provenance(BaseModel):
+    """Where a memory came from: the ``door`` it came in through, the ``source`` that said
+    it, and the ``trust`` that earns it (see :mod:`remem.govern.provenance`). A derived
+    memory has the provenance of the least trusted episode it was derived from."""
+
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+    door: Door = "sdk"
+    source: SourceName = "user"
+    trust: Trust = "user"
+
+
 class MemoryItem(BaseModel):
     """One memory: a raw episode (kind ``episode`` or ``event``) or a derived memory."""
 
@@ -140,6 +174,8 @@ class MemoryItem(BaseModel):
     valid_from: datetime | None = None
     valid_to: datetime | None = None
     sources: list[str] = Field(default_factory=list, description="ids of source episodes")
+    provenance: Provenance = Field(default_factory=Provenance, description="the door it came "
+                                   "in through, who said it, and how far it is trusted")
 
     @property
     def is_episode(self) -> bool:
@@ -216,6 +252,23 @@ class Stats(BaseModel):
     size_bytes: int
     #: passages stored (and found by their words) whose vector is not computed yet
     embed_backlog: int = 0
+
+
+class RetentionResult(BaseModel):
+    """What one run of the retention policy did (with ``dry_run``: would do), by action.
+
+    ``compacted`` are episodes whose text went for good, ``noted`` the memories derived
+    from them, which stay with a note in their history; ``archived`` and ``purged`` are
+    memories (``purged`` also holds what was derived from them and went with them)."""
+
+    model_config = ConfigDict(frozen=True)
+
+    at: datetime = Field(description="the present the ages were counted from")
+    dry_run: bool = False
+    compacted: list[str] = Field(default_factory=list)
+    noted: list[str] = Field(default_factory=list)
+    archived: list[str] = Field(default_factory=list)
+    purged: list[str] = Field(default_factory=list)
 
 
 #: The kinds of memory an extractor may propose.
@@ -374,7 +427,7 @@ class AuditEntry(BaseModel):
 
     id: str
     at: datetime
-    door: str = Field(description="rest, mcp or cli")
+    door: str = Field(description="rest, mcp, cli, or retention (the retention policy)")
     actor: str | None = Field(None, description="who: the key's user, the agent's user or the "
                               "account that ran the command")
     key_id: str | None = None

@@ -134,7 +134,11 @@ def test_remembered_conventions_come_back_in_bootstrap_recall_and_file_views_and
     anyio.run(run)
     # the scope came from the command line defaults: $REMEM_USER and the git root's name
     with Memory(store_target, config=Config(embedder="hash")) as m:
-        assert len(m.list(user_id="alice", project="shop", kinds=["convention"])) == 1
+        conventions = m.list(user_id="alice", project="shop", kinds=["convention"])
+        assert len(conventions) == 1
+        # what came in through the MCP server says so, as the user's word
+        assert conventions[0].provenance.model_dump() == {"door": "mcp", "source": "user",
+                                                          "trust": "user"}
 
 
 def test_check_command_gives_the_known_fix_and_corrections_keep_their_history(

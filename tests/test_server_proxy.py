@@ -75,6 +75,10 @@ def test_the_exchange_is_remembered_as_two_turns(proxied: Proxied) -> None:
                                  "X-Remem-Project": "web"})
     turns = wait_until(lambda: remembered(proxied.memory, "s9", user_id="alice", project="web"))
     assert turns == [("user", QUESTION), ("assistant", proxied.model.reply)]
+    page = proxied.memory.list(include_episodes=True, session_id="s9", user_id="alice",
+                               project="web")
+    assert [(i.provenance.door, i.provenance.trust) for i in reversed(page)] == [
+        ("proxy", "user"), ("proxy", "agent")]
 
 
 def test_an_existing_system_message_gets_the_memory_added(proxied: Proxied) -> None:

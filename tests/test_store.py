@@ -192,20 +192,21 @@ def test_a_thread_that_ends_leaves_no_open_connection(hash_mem: Memory) -> None:
 
 
 def test_a_row_read_back_is_the_same_memory_model_construct_builds() -> None:
-    from remem.model import MemoryItem
+    from remem.model import MemoryItem, Provenance
     from remem.store import rows
 
     assert rows._DIRECT  # the fast path is the one in use
     row = (7, "m_1", "episode", "we ship on Fridays", "active", None, "user", "candidate", 2, 1,
            "default", "u", None, "p", "s1", '{"turn_id": "D1:3"}', 1.7e9, 1.7e9, 1.7e9, 1.7e9,
-           None, None)
+           None, None, "hook", "tool", "external")
     item = rows.row_to_item(row, ["m_0"])
     expected = MemoryItem.model_construct(
         id="m_1", kind="episode", text="we ship on Fridays", status="active", subject=None,
         role="user", maturity="candidate", version=2, pinned=True, org_id="default", user_id="u",
         agent_id=None, project="p", session_id="s1", metadata={"turn_id": "D1:3"},
         event_time=rows.dt(1.7e9), observed_at=rows.dt(1.7e9), created_at=rows.dt(1.7e9),
-        updated_at=rows.dt(1.7e9), valid_from=None, valid_to=None, sources=["m_0"])
+        updated_at=rows.dt(1.7e9), valid_from=None, valid_to=None, sources=["m_0"],
+        provenance=Provenance(door="hook", source="tool", trust="external"))
     assert item == expected
     assert item.model_dump() == expected.model_dump()
     assert item.model_fields_set == expected.model_fields_set

@@ -11,6 +11,7 @@ import inspect
 import re
 import time
 from collections.abc import Iterator
+from dataclasses import replace
 from datetime import datetime, timezone
 from pathlib import Path
 
@@ -25,7 +26,7 @@ from remem.errors import (
     StoreNotFoundError,
     ValidationError,
 )
-from remem.model import Scope, Share
+from remem.model import Provenance, Scope, Share
 from remem.store import Filters, NewMemory, Store, create_store
 from remem.store.base import (
     ApiKeyStore,
@@ -265,6 +266,54 @@ def test_merge_into_adds_sources_without_a_new_version(store: Store) -> None:
     assert store.history("m_1", ALICE)[-1].action == "merged"
     with pytest.raises(NotFoundError):
         store.merge_into("m_nope", [], metadata={}, maturity="candidate", reason="")
+
+
+TOOL = Provenance(door="hook", source="tool", trust="external")
+AGENT = Provenance(door="mcp", source="assistant", trust="agent")
+
+
+def test_a_derived_memory_takes_its_least_trusted_sources_provenance(store: Store) -> None:
+    user = episode("e_user", "we use pnpm")
+    store.insert([user, replace(episode("e_tool", "pnpm: not found"), provenance=TOOL)], None)
+    store.insert([replace(episode("e_said", "use yarn"), provenance=AGENT),
+                  derived("m_mixed", "pnpm is missing", ("e_user", "e_tool")),
+                  derived("m_batch", "yarn it is", ("e_user", "e_said")),  # a source of its batch
+                  derived("m_own", "the user's", ("e_user",)),
+                  replace(derived("m_given", "given"), provenance=AGENT),
+                  derived("m_none", "cites nothing")], None)
+    found = {m.id: m.provenance for m in store.items_by_id(
+        ["e_user", "e_tool", "m_mixed", "m_batch", "m_own", "m_given", "m_none"])}
+    assert found == {"e_user": Provenance(), "e_tool": TOOL, "m_mixed": TOOL, "m_batch": AGENT,
+                     "m_own": Provenance(), "m_given": AGENT, "m_none": Provenance()}
+    assert store.get("m_mixed", ALICE).provenance == TOOL
+
+
+def test_merging_a_less_trusted_source_lowers_the_trust_and_a_more_trusted_one_does_not(
+        store: Store) -> None:
+    store.insert([episode("e_1", "one"), replace(episode("e_2", "two"), provenance=AGENT),
+                  replace(episode("e_3", "three"), provenance=TOOL), episode("e_4", "four"),
+                  derived("m_1", "fact", ("e_1",))], None)
+    store.merge_into("m_1", ["e_2"], metadata={}, maturity="candidate", reason="again")
+    assert store.get("m_1", ALICE).provenance == AGENT
+    store.merge_into("m_1", ["e_4"], metadata={}, maturity="candidate", reason="again")
+    assert store.get("m_1", ALICE).provenance == AGENT
+    store.merge_into("m_1", ["e_3"], metadata={}, maturity="candidate", reason="again")
+    assert store.get("m_1", ALICE).provenance == TOOL
+
+
+def test_trust_and_door_filters(store: Store) -> None:
+    store.insert([derived("m_1", "deploy rule"), replace(derived("m_2", "deploy note"),
+                                                          provenance=TOOL)], None)
+    ids = {rowid(store, "m_1"): "m_1", rowid(store, "m_2"): "m_2"}
+
+    def found(filters: Filters) -> set[str]:
+        return {ids[r] for r, _ in store.fulltext(["deploy"], ALICE, filters, 5)}
+
+    assert found(Filters(trust=("external",))) == {"m_2"}
+    assert found(Filters(trust=("user", "agent"))) == {"m_1"}
+    assert found(Filters(doors=("hook",))) == {"m_2"}
+    assert found(Filters(doors=())) == set()
+    assert [m.id for m in store.page(ALICE, Filters(trust=("user",)), 10, None)] == ["m_1"]
 
 
 def test_supersede_flags_what_was_derived_from_the_old_one(store: Store) -> None:
@@ -515,6 +564,74 @@ def test_a_purge_leaves_its_words_in_no_log_and_no_working_memory_reason(store: 
     assert (entry.text, entry.query) == (None, None)
     assert [m.id for m, _ in store.working_set(s1)] == ["e_2"]
     assert store.fulltext(["zanzibarquux"], ALICE, ALL, 10) == []
+
+
+# --- retention ------------------------------------------------------------------------------
+
+def test_stored_before_finds_what_is_old_enough_inside_the_walls_given(store: Store) -> None:
+    web = Scope(user_id="alice", project="web")
+    store.insert([episode("e_1", "one"), episode("e_2", "two", web), episode("e_bob", "b", BOB),
+                  episode("e_other", "o", Scope(org_id="globex", user_id="alice")),
+                  derived("m_1", "a fact"), derived("m_2", "a rule", kind="convention"),
+                  derived("m_pin", "pinned")], None)
+    store.set_fields("m_pin", ALICE, action="pinned", reason=None, pinned=True)
+    store.set_status("m_1", ALICE, "forgotten", None)
+    later = time.time() + 60
+
+    def ids(**given: object) -> list[str]:
+        return [m.id for m in store.stored_before(later, **given)]  # type: ignore[arg-type]
+
+    assert ids(episodes=True) == ["e_1", "e_2", "e_bob", "e_other"]
+    assert ids(episodes=True, org_id="default", user_id="alice") == ["e_1", "e_2"]
+    assert ids(episodes=True, project="web") == ["e_2"]
+    assert ids(episodes=False) == ["m_1", "m_2"]  # never a pinned one
+    assert ids(episodes=False, kinds=["convention"]) == ["m_2"]
+    assert ids(episodes=False, statuses=["active"]) == ["m_2"]
+    assert ids(episodes=False, kinds=[]) == []
+    assert [m.id for m in store.stored_before(0.0, episodes=True)] == []
+    first = store.stored_before(later, episodes=True, limit=3)
+    assert [m.id for m in first] == ["e_1", "e_2", "e_bob"] and first.next_cursor is not None
+    rest = store.stored_before(later, episodes=True, limit=3, cursor=first.next_cursor)
+    assert [m.id for m in rest] == ["e_other"] and rest.next_cursor is None
+    # a turn the extractor has still to read is not old yet: what it says is in no memory
+    store.enqueue("extract", {"episodes": ["e_1"]}, job_id="j_x")
+    assert ids(episodes=True, user_id="alice", org_id="default") == ["e_2"]
+    store.finish_job(store.claim_jobs("extract", 1, lease_s=60)[0])
+    assert ids(episodes=True, user_id="alice", org_id="default") == ["e_1", "e_2"]
+
+
+def test_compact_deletes_turns_for_good_and_keeps_what_was_derived_with_a_note(store: Store) -> None:
+    s1 = Scope(user_id="alice", session_id="s1")
+    store.insert([episode("e_1", "hello there", s1), episode("e_2", "the zanzibarquux cron", s1),
+                  episode("e_3", "and then lunch", s1), episode("e_pin", "pinned zanzibarquux"),
+                  derived("m_1", "a cron moves billing", ("e_2",)),
+                  derived("m_2", "billing and lunch", ("e_2", "e_3"))], "j_e")
+    store.put_vectors([(p, unit(p)) for p, _ in store.unembedded(list(range(1, 50)))], [])
+    store.set_fields("e_pin", ALICE, action="pinned", reason=None, pinned=True)
+    store.warm(s1, {"e_3": (1.0, "prefetched for: the zanzibarquux cron")}, 10)
+    store.log_injection(NewInjection(id="i_1", at=time.time(), door="context", scope=s1,
+                                     query="cron", tokens=5, text="- the zanzibarquux cron",
+                                     items=[("e_2", "recall", ["fulltext"])]),
+                        keep_days=None, keep_rows=None)
+    vectors = store.stats()["vectors"]
+    assert store.compact(["e_2", "e_pin", "m_1"], BOB, reason="older than 30 days") == ([], [])
+    assert store.compact(["e_2", "e_pin", "m_1"], ALICE, reason="older than 30 days") == (
+        ["e_2"], ["m_1", "m_2"])
+    assert [m.id for m in store.items_by_id(["e_2", "m_1", "m_2", "e_pin"])] == ["e_pin", "m_1", "m_2"]
+    assert store.get("m_1", ALICE).sources == [] and store.get("m_2", ALICE).sources == ["e_3"]
+    assert store.get("m_1", ALICE).text == "a cron moves billing"
+    note = store.history("m_2", ALICE)[-1]
+    assert note.action == "sources_compacted" and "older than 30 days" in (note.reason or "")
+    assert "e_2" in (note.reason or "") and note.version == 1
+    assert store.stats()["vectors"] == vectors - 1
+    # no full-text row, no neighbour's context, no log, no reason keeps its words
+    assert [r for r, _ in store.fulltext(["zanzibarquux"], ALICE, ALL, 10)] == [rowid(store, "e_pin")]
+    assert (store.injection("i_1", ALICE).text, store.injection("i_1", ALICE).query) == (None, None)
+    assert [(m.id, h) for m, h in store.working_set(s1)] == [("e_3", 1.0)]
+    assert store.compact(["e_2"], None, reason="again") == ([], [])
+    # a turn the extractor has still to read stays
+    store.enqueue("extract", {"episodes": ["e_1"]}, job_id="j_x")
+    assert store.compact(["e_1"], None, reason="old") == ([], [])
 
 
 def test_an_expired_lease_is_taken_over_and_the_old_worker_loses(store: Store) -> None:

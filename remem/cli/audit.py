@@ -25,7 +25,8 @@ def _render(entries: list[AuditEntry]) -> Table:
 
 @app.command("audit")
 def audit_command(
-    door: Annotated[str | None, typer.Option(help="Only this door: rest, mcp or cli.")] = None,
+    door: Annotated[str | None, typer.Option(
+        help="Only this door: rest, mcp, cli, or retention (what the policy did).")] = None,
     actor: Annotated[str | None, typer.Option(help="Only what this user or account did.")] = None,
     key: Annotated[str | None, typer.Option(help="Only what this API key id did (k_...).")] = None,
     action: Annotated[str | None, typer.Option(

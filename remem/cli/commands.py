@@ -70,7 +70,7 @@ def add(
     metadata = parse_meta(meta or [])
     with open_memory(db, create=True) as m:
         result = m.add({"role": role, "content": text}, timestamp=timestamp,
-                       metadata=metadata or None,
+                       metadata=metadata or None, door="cli",
                        **scope(org, user, agent, project, session))
         if wait:  # searchable by meaning, then a little time for extraction to finish
             m.wait(result.job_ids, kinds=["embed"])
@@ -203,16 +203,22 @@ def list_(
     limit: Annotated[int, typer.Option(help="How many per page (1-1000).")] = 50,
     cursor: Annotated[str | None, typer.Option(
         help="The cursor printed after the previous page.")] = None,
+    trust: Annotated[list[str] | None, typer.Option(
+        help="Only memories trusted so: user, agent or external; repeatable.")] = None,
+    door: Annotated[list[str] | None, typer.Option(
+        help="Only memories that came in through this door (sdk, rest, mcp, hook, cli, "
+        "import, cube, proxy, agent); repeatable.")] = None,
     db: DbOpt = None, org: OrgOpt = None, user: UserOpt = None, agent: AgentOpt = None,
     project: ProjectOpt = None, session: SessionOpt = None, as_json: JsonOpt = False,
 ) -> None:
     """List memories in the scope, newest first, one page at a time.
 
-    Example: remem list --episodes --user alice --limit 20
+    Example: remem list --episodes --user alice --limit 20 --trust external
     """
     with open_memory(db) as m:
         page = m.list(kinds=kind or None, include_episodes=episodes, include_inactive=include_all,
-                      limit=limit, cursor=cursor, **scope(org, user, agent, project, session))
+                      limit=limit, cursor=cursor, trust=trust or None, door=door or None,
+                      **scope(org, user, agent, project, session))
     if as_json:
         print_json({"items": [item.model_dump(mode="json") for item in page],
                     "next_cursor": page.next_cursor})

@@ -33,7 +33,7 @@ def do(
     tomorrow to write the technical report" --user alice --dry-run
     """
     with open_memory(db, create=not dry_run) as m:
-        result = m.do(text, dry_run=dry_run, **owner(org, user, agent, project))
+        result = m.do(text, dry_run=dry_run, door="cli", **owner(org, user, agent, project))
     if as_json:
         print_json(result.model_dump(mode="json", exclude_none=True))
         return

@@ -24,10 +24,20 @@ from .app import (
     UserOpt,
     app,
     open_memory,
+    owner,
     scope,
 )
 from .commands import IdArg
-from .output import WIDE, out_console, print_json, records, render_item, render_items, trim
+from .output import (
+    WIDE,
+    err_console,
+    out_console,
+    print_json,
+    records,
+    render_item,
+    render_items,
+    trim,
+)
 
 jobs_app = typer.Typer(help="Background jobs: list, retry, cancel.", no_args_is_help=False,
                        context_settings={"help_option_names": ["-h", "--help"]})
@@ -54,7 +64,7 @@ def remember(
     """
     with open_memory(db, create=True) as m:
         item = m.remember(text, kind=kind, subject=subject, pinned=pin, writer=writer,
-                          **scope(org, user, agent, project, session))
+                          door="cli", **scope(org, user, agent, project, session))
     if as_json:
         print_json(item.model_dump(mode="json"))
     else:
@@ -212,6 +222,40 @@ def decay(
         print_json({"archived": archived})
     else:
         typer.echo(f"archived {len(archived)} memories")
+
+
+@app.command()
+def retention(
+    dry_run: Annotated[bool, typer.Option(
+        "--dry-run", help="Only say what the rules would do; change nothing.")] = False,
+    now: Annotated[str | None, typer.Option(
+        help="Count ages from this time (ISO 8601) instead of now.")] = None,
+    db: DbOpt = None, org: OrgOpt = None, user: UserOpt = None, as_json: JsonOpt = False,
+) -> None:
+    """Apply the retention policy now: compact old episodes (their text deleted for good,
+    the memories derived from them kept), archive or purge old memories; pinned ones never.
+    The rules come from REMEM_RETENTION (JSON); --org and --user confine the run.
+
+    Example: REMEM_RETENTION='[{"items": "episodes", "older_than_days": 90, "action":
+    "compact"}]' remem retention --dry-run
+    """
+    with open_memory(db) as m:
+        rules = m.config.retention.rules
+        done = m.apply_retention(now=now, dry_run=dry_run, **owner(org, user))
+    if as_json:
+        print_json({"rules": len(rules), **done.model_dump(mode="json")})
+        return
+    if not rules:
+        err_console().print("no retention rules: set REMEM_RETENTION, e.g. "
+                            '[{"items": "episodes", "older_than_days": 90, "action": "compact"}]',
+                            style="yellow", highlight=False)
+        return
+    verbs = ("would compact", "would archive", "would purge") if dry_run else (
+        "compacted", "archived", "purged")
+    typer.echo(f"{verbs[0]} {len(done.compacted)} episodes"
+               + ("" if dry_run else f" (the {len(done.noted)} memories made from them stay)"))
+    typer.echo(f"{verbs[1]} {len(done.archived)} memories")
+    typer.echo(f"{verbs[2]} {len(done.purged)} memories")
 
 
 def _render_jobs(jobs: list[JobInfo]) -> None:

@@ -138,6 +138,8 @@ def render_item(item: MemoryItem, console: Console) -> None:
         ("version", str(item.version)), ("role", item.role or ""),
         ("scope", _scope_line(item)), ("event time", when(item.event_time)),
         ("created", when(item.created_at)), ("updated", when(item.updated_at)),
+        ("provenance", f"{item.provenance.door} door · said by {item.provenance.source} · "
+                       f"trust {item.provenance.trust}"),
     ]
     if item.subject:
         fields.append(("subject", item.subject))

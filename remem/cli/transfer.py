@@ -216,11 +216,11 @@ def add_batch(m: Memory, batch: list[Entry]) -> AddResult:
         result = m.add_events(bodies, metadata=first.metadata or None, timestamp=first.timestamp,
                               org_id=where.org_id, user_id=where.user_id,
                               agent_id=where.agent_id, project=where.project,
-                              session_id=where.session_id)
+                              session_id=where.session_id, door="import")
     else:
         result = m.add(bodies, org_id=where.org_id, user_id=where.user_id,
                        agent_id=where.agent_id, project=where.project,
-                       session_id=where.session_id)
+                       session_id=where.session_id, door="import")
     for entry, episode_id in zip(batch, result.episode_ids, strict=True):
         if entry.forgotten:
             m.forget(episode_id, reason="forgotten before it was exported", org_id=where.org_id,
@@ -383,7 +383,8 @@ def _import_instructions(fmt: str, path: Path | None, *, dry_run: bool, wait: bo
     if dry_run and not is_url(store) and not Path(store).exists():
         store = Path(":memory:")  # nothing known yet: compare with nothing, leave nothing
     with open_memory(store, create=True) as m:
-        done = import_files(AgentMemory(m, where), cast(Format, fmt), source, dry_run=dry_run)
+        done = import_files(AgentMemory(m, where, door="import"), cast(Format, fmt), source,
+                            dry_run=dry_run)
         if wait and not dry_run:
             m.flush()
     if as_json:

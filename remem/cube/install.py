@@ -7,7 +7,8 @@ transaction: a bad cube, or a failure half way, leaves the store as it was.
 Every memory installed carries the watermark ``metadata["cube"]``: the cube's name and
 version, the signer's fingerprint (and name, if it gave one), the install id and the id
 the memory had in the cube. ``uninstall`` removes exactly the memories with that
-watermark in that scope, and nothing else.
+watermark in that scope, and nothing else. Its provenance is the ``cube`` door and source,
+trusted as text from anywhere (``external``), whoever said it in the store it was packed from.
 """
 
 from __future__ import annotations
@@ -19,6 +20,7 @@ from typing import Protocol
 
 from .._inputs import check_label, check_metadata, clean_text
 from ..errors import CubeError, CubeVerifyError, NotFoundError, ValidationError
+from ..govern.provenance import provenance
 from ..model import MemoryItem, Scope, new_id
 from ..store.base import GraphStore, JobStore, MemoryStore, NewMemory
 from .format import Cube, digest, unb64url
@@ -29,6 +31,8 @@ __all__ = ["InstallStore", "Installed", "describe", "install", "installed_cubes"
 #: ``(text, role)`` -> why the text must be held for review, or None
 Screen = Callable[[str, str | None], str | None]
 Splitter = Callable[[str, str | None], list[str]]
+#: what a cube installs is text from elsewhere, whoever said it first
+_FROM_CUBE = provenance("cube", None)
 
 
 class InstallStore(MemoryStore, GraphStore, JobStore, Protocol):
@@ -152,7 +156,8 @@ def install(store: InstallStore, cube: Cube, scope: Scope, *, split: Splitter,
             id=ids[m.id], kind=m.kind, text=first, raw=m.raw, scope=session if m.raw else target,
             observed_at=m.observed_at, event_time=m.event_time, role=role, subject=m.subject,
             metadata={**m.metadata, "cube": {**mark, "id": m.id}},
-            passages=split(first, role), source_ids=[ids[s] for s in m.sources]))
+            passages=split(first, role), source_ids=[ids[s] for s in m.sources],
+            provenance=_FROM_CUBE))
     first_text = {item.id: item.text for item in items}
     jobs = [new_id("j_")]
     with store.transaction():

@@ -44,6 +44,7 @@ from typing import Any
 
 from .._inputs import check_label, check_metadata, clean_text
 from ..errors import ValidationError
+from ..govern.provenance import provenance
 from ..model import KINDS, MemoryItem, Scope, new_id
 from ..store.base import NewMemory
 from .format import canonical
@@ -66,6 +67,8 @@ _STATUS_TO_PAM = {"active": "active", "superseded": "superseded", "archived": "a
 _STATUS_FROM_PAM = {"active": "active", "superseded": "superseded", "archived": "archived",
                     "retracted": "forgotten", "deprecated": "archived"}
 _RELATIONS = ("supersedes", "derived_from")
+#: what a PAM file brings is text from elsewhere, whoever said it first
+_IMPORTED = provenance("import", None)
 _PAM_RELATIONS = ("supports", "contradicts", "extends", "supersedes", "related_to", "derived_from")
 
 Screen = Callable[[str, str | None], str | None]
@@ -280,7 +283,8 @@ def import_pam(store: InstallStore, doc: Any, scope: Scope, *, split: Splitter,
         created = _time(temporal.get("created_at"), "created_at") or now
         episode = NewMemory(id=new_id("e_"), kind="episode", text=text, raw=True, scope=session,
                             role="import", observed_at=now, event_time=created,
-                            metadata={"pam": meta["pam"]}, passages=split(text, "import"))
+                            metadata={"pam": meta["pam"]}, passages=split(text, "import"),
+                            provenance=_IMPORTED)
         memory_id = new_id("m_")
         ids[memory["id"]] = memory_id
         subject = own.get("subject") if isinstance(own.get("subject"), str) else None

@@ -117,7 +117,7 @@ class HookDaemon:
             return {"error": f"unknown op {op!r}: use hook, status, flush or stop"}
         event, agent_name = str(message.get("event")), message.get("agent") or "claude-code"
         payload = self._payload(message)
-        agent = AgentMemory(self.memory, self._scope(message, payload))
+        agent = AgentMemory(self.memory, self._scope(message, payload), door="hook")
         out = reply(event, payload, agent, agent_name=agent_name)
         if event in WRITE_EVENTS:
             if message.get("record"):  # a client that did not spool it itself
@@ -168,7 +168,7 @@ class HookDaemon:
                 log.error("record %s set aside: %s: %s", path.name, type(exc).__name__, exc)
                 continue
             try:
-                agent = AgentMemory(self.memory, self._scope(message, payload))
+                agent = AgentMemory(self.memory, self._scope(message, payload), door="hook")
                 record(str(message.get("event")), payload, agent,
                        agent_name=message.get("agent") or "claude-code")
             except Exception as exc:  # the store is busy or failing: kept for the next try

@@ -33,6 +33,7 @@ if TYPE_CHECKING:
         Link,
         MemoryItem,
         Page,
+        RetentionResult,
         Share,
         Stats,
         TopicNode,
@@ -93,7 +94,7 @@ class AsyncMemory:
                   timestamp: str | datetime | None = None,
                   metadata: dict[str, Any] | None = None,
                   on_ready: Callable[[AddResult], object] | None = None,
-                  writer: str | None = None) -> AddResult:
+                  writer: str | None = None, door: str = "sdk") -> AddResult:
         return await self._call("add", locals())
 
     async def add_events(self, events: Sequence[dict[str, Any]] | dict[str, Any], *,
@@ -101,7 +102,8 @@ class AsyncMemory:
                          project: str | None = None, session_id: str | None = None,
                          org_id: str | None = None, timestamp: str | datetime | None = None,
                          metadata: dict[str, Any] | None = None,
-                         on_ready: Callable[[AddResult], object] | None = None) -> AddResult:
+                         on_ready: Callable[[AddResult], object] | None = None,
+                         door: str = "sdk") -> AddResult:
         return await self._call("add_events", locals())
 
     async def remember(self, text: str, *, kind: str = "fact", subject: str | None = None,
@@ -110,7 +112,7 @@ class AsyncMemory:
                        session_id: str | None = None, role: str = "user", pinned: bool = False,
                        metadata: dict[str, Any] | None = None, writer: str | None = None,
                        event_time: str | datetime | None = None,
-                       intent: str = "statement") -> MemoryItem:
+                       intent: str = "statement", door: str = "sdk") -> MemoryItem:
         return await self._call("remember", locals())
 
     async def search(self, query: str, *, org_id: str | None = None, user_id: str | None = None,
@@ -119,7 +121,9 @@ class AsyncMemory:
                      since: str | datetime | None = None, until: str | datetime | None = None,
                      as_of: str | datetime | None = None, budget_tokens: int | None = None,
                      include_episodes: bool = True, include_superseded: bool = False,
-                     include_archived: bool = False, include_shared: bool = True) -> builtins.list[Hit]:
+                     include_archived: bool = False, include_shared: bool = True,
+                     trust: str | Sequence[str] | None = None,
+                     door: str | Sequence[str] | None = None) -> builtins.list[Hit]:
         return await self._call("search", locals())
 
     async def get(self, memory_id: str, *, org_id: str | None = None, user_id: str | None = None,
@@ -133,7 +137,9 @@ class AsyncMemory:
                    statuses: Sequence[str] | None = None, as_of: str | datetime | None = None,
                    since: str | datetime | None = None, until: str | datetime | None = None,
                    maturity: str | None = None, subject: str | None = None,
-                   limit: int = 50, cursor: str | None = None) -> Page:
+                   limit: int = 50, cursor: str | None = None,
+                   trust: str | Sequence[str] | None = None,
+                   door: str | Sequence[str] | None = None) -> Page:
         return await self._call("list", locals())
 
     async def context(self, *, org_id: str | None = None, user_id: str | None = None,
@@ -257,6 +263,11 @@ class AsyncMemory:
                     org_id: str | None = None) -> builtins.list[str]:
         return await self._call("decay", locals())
 
+    async def apply_retention(self, *, now: str | datetime | None = None, dry_run: bool = False,
+                              org_id: str | None = None,
+                              user_id: str | None = None) -> RetentionResult:
+        return await self._call("apply_retention", locals())
+
     async def strength(self, memory_id: str, *, now: str | datetime | None = None,
                        org_id: str | None = None, user_id: str | None = None,
                        project: str | None = None, agent_id: str | None = None) -> float:
@@ -328,7 +339,7 @@ class AsyncMemory:
 
     async def do(self, text: str, *, org_id: str | None = None, user_id: str | None = None,
                  agent_id: str | None = None, project: str | None = None,
-                 dry_run: bool = False) -> DoResult:
+                 dry_run: bool = False, door: str = "sdk") -> DoResult:
         return await self._call("do", locals())
 
     async def reminders(self, *, org_id: str | None = None, user_id: str | None = None,

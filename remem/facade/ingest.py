@@ -5,7 +5,8 @@ are stored verbatim as episodes in one transaction with their embedding job and 
 their triggers queue (extraction, prefetch, ...); a turn added again is the same
 episode. Text an agent asks to remember (:meth:`~remem.Memory.remember`) is kept as an
 episode too, and handed to the memory agent in the same transaction. Every text and
-metadata value passes the redactor first.
+metadata value passes the redactor first. Every episode records its provenance: the door
+it came in through and who said it (:mod:`remem.govern.provenance`).
 """
 
 from __future__ import annotations
@@ -26,6 +27,7 @@ from .._inputs import (
 )
 from ..config import Config
 from ..errors import EmbeddingError, ValidationError
+from ..govern.provenance import check_door, provenance
 from ..govern.redact import Redactor
 from ..govern.sharing import Sharing
 from ..model import KINDS, AddResult, Candidate, MemoryItem, Scope, new_id, render_event
@@ -48,6 +50,14 @@ def _failed(event: Any) -> bool:
         return False
     code = event.get("exit_code")
     return event.get("type") == "error" or (event.get("type") == "tool_call" and code not in (None, 0))
+
+
+def _speaker_role(role: str | None, meta: dict[str, Any]) -> str | None:
+    """The role a message was said in: a named speaker's given role (kept in its metadata
+    when both were given), else the role itself."""
+    if role not in _GENERIC_ROLES and isinstance(meta.get("role"), str):
+        return str(meta["role"])
+    return role
 
 
 def _across_sessions(scope: Scope) -> Scope:
@@ -91,8 +101,9 @@ class Ingest:
 
     def add(self, messages: object, scope: Scope, *, timestamp: str | datetime | None,
             metadata: dict[str, Any] | None, on_ready: Callable[[AddResult], object] | None,
-            writer: str | None) -> AddResult:
+            writer: str | None, door: str = "sdk") -> AddResult:
         """Store each message as an episode of ``scope`` (see :meth:`remem.Memory.add`)."""
+        check_door(door)
         if metadata is not None:
             metadata = self.redactor.value(check_metadata(metadata, "metadata"))
         if writer is not None:
@@ -112,13 +123,16 @@ class Ingest:
                 id=new_id("e_"), kind="episode", text=text, raw=True, scope=scope, role=role,
                 metadata={**(metadata or {}), **meta}, observed_at=now, event_time=event_time,
                 passages=self.passages(text, role),
+                provenance=provenance(door, _speaker_role(role, meta)),
             ))
         return self._watch(self._queue(items, known), on_ready)
 
     def add_events(self, events: object, scope: Scope, *, timestamp: str | datetime | None,
                    metadata: dict[str, Any] | None,
-                   on_ready: Callable[[AddResult], object] | None) -> AddResult:
+                   on_ready: Callable[[AddResult], object] | None,
+                   door: str = "sdk") -> AddResult:
         """Store agent events as episodes of kind ``event`` (see :meth:`remem.Memory.add_events`)."""
+        made = provenance(door, "tool")  # what an agent did and saw is tool output
         if metadata is not None:
             check_metadata(metadata, "metadata")
         default_time = parse_time(timestamp, "timestamp")
@@ -138,7 +152,7 @@ class Ingest:
             items.append(NewMemory(
                 id=new_id("e_"), kind="event", text=text, raw=True,
                 scope=scope.model_copy(update={"session_id": event.session_id or scope.session_id}),
-                role="tool", metadata=meta,
+                role="tool", metadata=meta, provenance=made,
                 observed_at=now, event_time=when, passages=split_passages(text, self.config.chunk_tokens),
             ))
         return self._watch(self._queue(items), on_ready)
@@ -188,9 +202,12 @@ class Ingest:
 
     def remember(self, text: str, scope: Scope, *, kind: str, subject: str | None, role: str,
                  pinned: bool, metadata: dict[str, Any] | None, writer: str | None,
-                 event_time: str | datetime | None, intent: str) -> MemoryItem:
+                 event_time: str | datetime | None, intent: str,
+                 door: str = "sdk") -> MemoryItem:
         """Keep ``text`` as an episode and hand it to the memory agent as a candidate, in
-        one transaction (see :meth:`remem.Memory.remember`); the memory it became."""
+        one transaction (see :meth:`remem.Memory.remember`); the memory it became, which
+        has the episode's provenance (or a less trusted one it merged into)."""
+        check_door(door)
         body = self.redactor.text(clean_text(text, "text", self.config.max_text_chars))
         if kind not in KINDS:
             raise ValidationError("kind", f"{kind!r} is not a kind of memory; use one of {', '.join(KINDS)}")
@@ -202,7 +219,8 @@ class Ingest:
         now = self.clock()
         episode = NewMemory(id=new_id("e_"), kind="episode", text=body, raw=True, scope=scope,
                             role=role, metadata={**meta, WRITTEN_BY: "remember"},
-                            observed_at=now, event_time=now, passages=self.passages(body, role))
+                            observed_at=now, event_time=now, passages=self.passages(body, role),
+                            provenance=provenance(door, role))
         if intent not in _INTENTS:
             raise ValidationError("intent", f"{intent!r}: use statement, update or correction")
         happened = parse_time(event_time, "event_time")

@@ -11,6 +11,7 @@ from typing import Any
 from .._inputs import clean_text, parse_scope
 from ..errors import ValidationError
 from ..extract.plan_factory import Planner, create_planner
+from ..govern.provenance import check_door
 from ..model import MemoryItem
 from ..organize.team import TeamPlan, team_plan
 from ..schedule import Trigger, TriggerEvent, prefetch
@@ -34,24 +35,26 @@ class RequestMethods(FacadeBase):
 
     def do(self, text: str, *, org_id: str | None = None, user_id: str | None = None,
            agent_id: str | None = None, project: str | None = None,
-           dry_run: bool = False) -> DoResult:
+           dry_run: bool = False, door: str = "sdk") -> DoResult:
         """Carry out a request in plain language (English or Chinese): it is planned as
         memory operators (remember, update, forget, search, summarise, link, remind, pin,
         share; see :mod:`remem.extract.plan`), relative dates resolved against
         :attr:`clock`, and run in one transaction. ``dry_run`` returns the plan only.
+        What the steps write records ``door`` (as for :meth:`add`) in its provenance.
 
         >>> m.do("Record yesterday's meeting with Li Lei and remind me the day after "
         ...      "tomorrow to write the technical report", user_id="alice")   # doctest: +SKIP
         """
         self._check_open()
         scope = parse_scope(org_id=org_id, user_id=user_id, agent_id=agent_id, project=project)
+        check_door(door)
         body = clean_text(text, "text", self.config.max_text_chars)
         plan = self.planner.plan(body, datetime.fromtimestamp(self.clock(), timezone.utc))
         result = DoResult(request=body, planner=plan.planner, dry_run=dry_run, steps=plan.steps)
         if dry_run:
             return result
         done = Executor(self, scope, now=self.clock, screen=self.agent.screen_text,
-                        chunk_tokens=self.config.chunk_tokens).run(plan)
+                        chunk_tokens=self.config.chunk_tokens, door=door).run(plan)
         self._jobs.track(self.store.queued("embed"))
         return result.model_copy(update={"results": done})
 

@@ -1,6 +1,7 @@
 """Memory's methods for what people and time decide about memories: feedback, items
-held for review, flags, skills, the topic tree, decay and strength. The rules are the
-memory agent's (:mod:`remem.organize.decisions`, :mod:`remem.organize.strength`)."""
+held for review, flags, skills, the topic tree, decay, strength and retention. The rules
+are the memory agent's (:mod:`remem.organize.decisions`, :mod:`remem.organize.strength`)
+and the retention policy's (:mod:`remem.govern.retention`)."""
 
 from __future__ import annotations
 
@@ -10,7 +11,7 @@ from datetime import datetime
 
 from .._inputs import check_label, clean_text, parse_scope, parse_time
 from ..errors import ValidationError
-from ..model import MemoryItem, TopicNode
+from ..model import MemoryItem, RetentionResult, TopicNode
 from ..organize import decisions
 from ..store import Filters
 from .base import FacadeBase
@@ -122,6 +123,34 @@ class ReviewMethods(FacadeBase):
         check_label(org_id, "org_id")
         with self.store.transaction():
             return decay(self.store, self.config.agent, at, org_id)
+
+    def apply_retention(self, *, now: str | datetime | None = None, dry_run: bool = False,
+                        org_id: str | None = None, user_id: str | None = None) -> RetentionResult:
+        """Apply the retention policy (``config.retention``) now, as its scheduled job does:
+        episodes older than a rule's age compacted (their text deleted for good, the
+        memories derived from them kept, with a note in their history), memories archived
+        or purged; pinned ones never. ``now`` is the present the ages count from (default:
+        :attr:`clock`); ``dry_run`` says what would be done and does nothing; ``org_id`` and
+        ``user_id`` confine the run to one org or user. Each item acted on is in the audit
+        log (door ``retention``).
+
+        >>> m = Memory("team.db", config=Config(retention={"rules": [
+        ...     {"items": "episodes", "older_than_days": 30, "action": "compact"}]}))
+        >>> m.apply_retention(dry_run=True).compacted   # doctest: +SKIP
+        """
+        self._check_open()
+        from ..schedule.jobs import retention
+
+        at = parse_time(now, "now")
+        check_label(org_id, "org_id")
+        check_label(user_id, "user_id")
+        if user_id is not None and org_id is None:
+            org_id = "default"
+        done = retention(self.store, self.config.retention, self.agent.mindmap).apply(
+            self.clock() if at is None else at, dry_run=dry_run, org_id=org_id, user_id=user_id)
+        if not dry_run:
+            self._contexts.clear()
+        return done
 
     def strength(self, memory_id: str, *, now: str | datetime | None = None,
                  org_id: str | None = None, user_id: str | None = None,

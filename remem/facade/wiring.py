@@ -22,11 +22,13 @@ from ..retrieve.assemble import ContextAssembler
 from ..retrieve.context import ContextOptions
 from ..schedule import (
     DEFAULT_TRIGGERS,
+    Trigger,
     Triggers,
     Worker,
     decay_handler,
     extract_handler,
     prefetch_handler,
+    retention_handler,
 )
 from ..schedule.pending import PendingJobs
 from ..schedule.reminders import due_reminders, remind_handler
@@ -104,11 +106,16 @@ def build(config: Config, path: str | os.PathLike[str] | None, *, embedder: Embe
         t for t in DEFAULT_TRIGGERS
         if (t.job != "extract" or extractor is not None)
         and (t.job != "prefetch" or config.agent.prefetch)])
+    if config.retention.rules and config.retention.every_s:
+        triggers.add(Trigger("retention", on="timer", job="retention", payload=lambda event: {},
+                             every_s=config.retention.every_s))
     worker = Worker(store, embedder, batch=config.worker_batch, lease_s=config.job_lease_s,
                     backoff_s=config.job_backoff_s, tick=triggers.tick, handlers={
         "extract": extract_handler(store, extractor, agent),
         "prefetch": prefetch_handler(store, prefetcher, config.agent),
         "decay": decay_handler(store, config.agent),
+        "retention": retention_handler(store, config.retention, agent.mindmap,
+                                       lease_s=config.job_lease_s),
         "remind": remind_handler(store, listeners),
     })
     jobs = PendingJobs(store, worker, run_worker=config.run_worker)

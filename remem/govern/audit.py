@@ -2,9 +2,9 @@
 
 Each door records what it was asked, once per request: the REST service every ``/v1``
 request (with the API key that made it), the MCP server every tool call, the CLI every
-command that writes. An entry says when, through which door, by whom (the user, the
-key), what (the action, and the memory, job or key it named) and how it ended; never
-the text itself (what was stored is in the store, redacted). Reading the log is confined
+command that writes; and the retention policy every item it compacts, archives or
+purges. An entry says when, through which door, by whom (the user, the key), what (the
+action, and the memory, job or key it named) and how it ended; never the text itself (what was stored is in the store, redacted). Reading the log is confined
 like every read: to the caller's org, and to the caller's user when it is confined to one.
 """
 
@@ -18,8 +18,9 @@ from ..store.base import NewAudit, Store
 
 __all__ = ["DOORS", "Auditor"]
 
-#: The doors that record what they were asked.
-DOORS = ("rest", "mcp", "cli")
+#: The doors that record what they were asked, and the retention policy, which records
+#: each item it compacts, archives or purges.
+DOORS = ("rest", "mcp", "cli", "retention")
 
 
 class Auditor:

@@ -23,7 +23,7 @@ __all__ = ["TRUST", "ScreenPolicy", "trust_of"]
 
 #: How far a speaker is trusted: a person, the agent itself, or text from anywhere.
 TRUST = {"user": "user", "assistant": "agent", "agent": "agent", "tool": "external",
-         "system": "external", "import": "external"}
+         "system": "external", "import": "external", "cube": "external"}
 
 
 def trust_of(role: str | None) -> str:

@@ -121,9 +121,12 @@ class AgentMemory:
     model, each memory with its kind and id, and ``stale?`` where a file it cites changed.
     """
 
-    def __init__(self, memory: Memory, scope: AgentScope) -> None:
+    def __init__(self, memory: Memory, scope: AgentScope, *, door: str = "agent") -> None:
         self.memory = memory
         self.scope = scope
+        #: what it writes came in through: ``mcp``, ``hook``, ``import``, or ``agent``
+        #: (this class used from Python); recorded in each memory's provenance
+        self.door = door
         self._episode_anchors: dict[str, list[dict[str, Any]]] = {}  # episodes never change
 
     # --- shared pieces ----------------------------------------------------------------
@@ -476,7 +479,8 @@ class AgentMemory:
         if anchors:
             meta["anchors"] = anchors
         return self.memory.remember(text, kind=kind, subject=subject, metadata=meta or None,
-                                    pinned=pinned, role=role, **self.scope.many(session_id))
+                                    pinned=pinned, role=role, door=self.door,
+                                    **self.scope.many(session_id))
 
     def update(self, memory_id: str, text: str, *, reason: str | None = None) -> MemoryItem:
         """Give a memory new text; the old version stays in its history."""
@@ -492,7 +496,7 @@ class AgentMemory:
 
     def capture(self, events: Sequence[dict[str, Any]], *, session_id: str | None = None) -> AddResult:
         """Store agent events (tool calls, file edits, errors) as they happened."""
-        return self.memory.add_events(list(events), **self.scope.many(session_id))
+        return self.memory.add_events(list(events), door=self.door, **self.scope.many(session_id))
 
     def settle(self, timeout: float, *, everything: bool = False) -> bool:
         """Wait up to ``timeout`` seconds for the background work queued here (with
@@ -521,4 +525,4 @@ class AgentMemory:
             metadata: dict[str, Any] | None = None) -> AddResult:
         """Store one turn of the conversation verbatim."""
         return self.memory.add({"role": role, "content": text}, metadata=metadata,
-                               **self.scope.many(session_id))
+                               door=self.door, **self.scope.many(session_id))

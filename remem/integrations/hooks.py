@@ -256,7 +256,7 @@ def answer(event: str, payload: HookInput, *, agent_name: Agent = "claude-code",
     scope = resolve_scope(user=user, project=project, cwd=payload.where)
     memory = Memory(db, config=Config.from_env())
     try:
-        agent = AgentMemory(memory, scope)
+        agent = AgentMemory(memory, scope, door="hook")
         out = reply(event, payload, agent, agent_name=agent_name)
         stored = record(event, payload, agent, agent_name=agent_name)
         if (stored and event not in READ_EVENTS) or event in FINAL_EVENTS:

@@ -265,7 +265,8 @@ def build_server(agent: AgentMemory) -> MCPServer:
         operations (remember, update, forget, search, summarise, link, remind, pin, share)
         run in one transaction. Returns the plan and what each step did, as JSON."""
         with _as_tool_errors():
-            result = agent.memory.do(text, dry_run=dry_run, **agent.scope.owner())
+            result = agent.memory.do(text, dry_run=dry_run, door=agent.door,
+                                     **agent.scope.owner())
             return result.model_dump_json(exclude_none=True, indent=1)
 
     @server.tool(annotations=reads, structured_output=False)
@@ -342,7 +343,7 @@ def serve(*, transport: Literal["stdio", "http"] = "stdio", host: str = "127.0.0
     _sdk()  # say what to install before the store is opened
     memory = Memory(db)
     try:
-        server = build_server(AgentMemory(memory, scope))
+        server = build_server(AgentMemory(memory, scope, door="mcp"))
         if transport == "stdio":
             server.run("stdio")
         else:

@@ -4,6 +4,7 @@
   session, so an error can meet its fix) and the memory agent writes what they mean, in
   one transaction with the job's completion.
 - ``decay``: archive memories whose strength fell under the threshold.
+- ``retention``: apply the retention policy (:mod:`remem.govern.retention`).
 """
 
 from __future__ import annotations
@@ -11,16 +12,19 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any
 
-from ..config import AgentConfig
+from ..config import AgentConfig, RetentionConfig
 from ..embed.base import Embedder
 from ..extract.base import EpisodeIn, Extractor, extract_checked
+from ..govern.retention import Retention, exact_scope
 from ..model import Candidate, MemoryItem, Scope
+from ..organize import decisions
 from ..organize.agent import MemoryAgent, shared_scope
 from ..organize.strength import decay
+from ..organize.topics import MindMap
 from ..store.base import Job, Store
 from .worker import Handler
 
-__all__ = ["candidates", "decay_handler", "extract_handler"]
+__all__ = ["candidates", "decay_handler", "extract_handler", "retention", "retention_handler"]
 
 
 def candidates(store: Store, extractor: Extractor | None, episode_ids: Sequence[str],
@@ -75,5 +79,33 @@ def decay_handler(store: Store, config: AgentConfig) -> Handler:
         with store.transaction():
             archived = decay(store, config, job.payload.get("now"))
             store.finish_job(job, {"archived": len(archived)})
+
+    return run
+
+
+def retention(store: Store, config: RetentionConfig, mindmap: MindMap) -> Retention:
+    """The retention policy of a store, purging as :meth:`remem.Memory.purge` does (the
+    turn ``remember`` wrote goes too, and the mind map forgets the words)."""
+
+    def purge(item: MemoryItem) -> list[str]:
+        return decisions.purge(store, mindmap, item.id, exact_scope(item))
+
+    return Retention(store, config, purge=purge)
+
+
+def retention_handler(store: Store, config: RetentionConfig, mindmap: MindMap,
+                      lease_s: float = 60.0) -> Handler:
+    """Runs ``retention`` jobs: ``{"now": epoch seconds}`` (optional). Each page of items
+    is its own transaction, after which the job's lease is renewed for ``lease_s``; a run
+    cut short is taken up again by the next one."""
+
+    def run(job: Job) -> None:
+        def renew() -> None:
+            store.put_vectors([], [job], renew_s=lease_s)
+
+        done = retention(store, config, mindmap).apply(job.payload.get("now"), actor="schedule",
+                                                       progress=renew)
+        store.finish_job(job, {"compacted": len(done.compacted), "noted": len(done.noted),
+                               "archived": len(done.archived), "purged": len(done.purged)})
 
     return run

@@ -18,6 +18,7 @@ from typing import Any, Protocol
 from pydantic import BaseModel, ConfigDict, Field
 
 from ..extract.plan import Plan, Step
+from ..govern.provenance import provenance
 from ..model import Hit, MemoryItem, Scope
 from ..store.base import Store
 from ..text import split_passages
@@ -78,9 +79,11 @@ class Executor:
 
     def __init__(self, memory: Facade, scope: Scope, *, now: Callable[[], float],
                  screen: Callable[[str], str | None] = lambda text: None,
-                 chunk_tokens: int = 200) -> None:
+                 chunk_tokens: int = 200, door: str = "sdk") -> None:
         self.memory = memory
         self.screen = screen
+        #: what the request came in through: the provenance of what its steps write
+        self.door = door
         self.scope = scope
         self.now = now
         self.chunk_tokens = chunk_tokens
@@ -116,7 +119,7 @@ class Executor:
         assert step.text is not None
         when = _day(step.date) if step.date else None
         item = self.memory.remember(step.text, kind=step.kind or "fact", event_time=when,
-                                    intent=intent, **self.where)
+                                    intent=intent, door=self.door, **self.where)
         verb = "updated" if intent == "update" else "remembered"
         return StepResult(operator=step.operator, ok=True, did=f"{verb} {item.id} [{item.kind}]",
                           memory_ids=[item.id],
@@ -149,8 +152,10 @@ class Executor:
             return self._nothing(step, f"to share for {step.text!r}")
         audience = step.audience or "team"
         where = {**self.where, "user_id": None if audience == "team" else audience}
+        # the copy is said by whoever said the original: sharing launders no trust
         copy = self.memory.remember(target.text, kind=target.kind, subject=target.subject,
-                                    metadata={"shared_from": target.id}, **where)
+                                    metadata={"shared_from": target.id}, door=self.door,
+                                    role=target.provenance.source, **where)
         return StepResult(operator="share", ok=True,
                           did=f"shared {target.id} with {audience} as {copy.id}",
                           memory_ids=[target.id, copy.id], detail={"audience": audience})
@@ -184,7 +189,8 @@ class Executor:
         scope = self.scope.model_copy(update={"session_id": None})
         held = self.screen(step.text)  # a reminder is shown to the model: screened like any text
         memory_id = new_reminder(self.memory.store, scope, step.text, due, now=now,
-                                 passages=split_passages(step.text, self.chunk_tokens), held=held)
+                                 passages=split_passages(step.text, self.chunk_tokens), held=held,
+                                 provenance=provenance(self.door, "user"))
         day = datetime.fromtimestamp(due, timezone.utc).date().isoformat()
         if held is not None:
             return StepResult(operator="remind", ok=False, did=f"reminder {memory_id} held for "

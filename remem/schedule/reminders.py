@@ -16,7 +16,7 @@ from datetime import datetime, timezone
 from typing import Any
 
 from ..errors import ValidationError
-from ..model import MemoryItem, Scope, new_id
+from ..model import MemoryItem, Provenance, Scope, new_id
 from ..store.base import Job, NewMemory, Store
 from .worker import Handler
 
@@ -41,16 +41,18 @@ def _due(item: MemoryItem) -> float | None:
 
 def new_reminder(store: Store, scope: Scope, text: str, due: float, *, now: float,
                  passages: Sequence[str], source_ids: Sequence[str] = (),
-                 held: str | None = None) -> str:
+                 held: str | None = None, provenance: Provenance | None = None) -> str:
     """Write a reminder due at ``due`` (epoch seconds) and queue its ``remind`` job, in
     the caller's transaction; returns its id. A ``held`` one (the screening's reason) is
-    held for review: it shows nowhere until a person approves it."""
+    held for review: it shows nowhere until a person approves it. ``provenance`` (who
+    asked, through which door) defaults to its sources'."""
     memory_id = new_id("m_")
     iso = datetime.fromtimestamp(due, timezone.utc).date().isoformat()
     store.insert([NewMemory(
         id=memory_id, kind="event", text=text, raw=False, scope=scope, observed_at=now,
         event_time=due, subject="user", passages=passages, source_ids=source_ids,
         metadata={REMINDER: {"due": due, "due_date": iso, "state": "open"}, "rule": "do.remind"},
+        provenance=provenance,
     )], new_id("j_"))
     if held is not None:
         store.set_fields(memory_id, None, action="held", status="held", reason=held)

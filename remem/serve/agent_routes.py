@@ -111,7 +111,7 @@ def agent_routes(memory: Memory, auth: Authenticator) -> APIRouter:
         return memory.remember(body.text, kind=body.kind, subject=body.subject, org_id=org,
                                user_id=user, agent_id=body.agent_id, project=body.project,
                                session_id=body.session_id, role=body.role, pinned=body.pinned,
-                               metadata=body.metadata, writer=writer)
+                               metadata=body.metadata, writer=writer, door="rest")
 
     @router.post("/context", tags=["memory agent"])
     def context(body: ContextRequest, who: Annotated[Principal, Depends(read)]) -> Context:

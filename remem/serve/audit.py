@@ -91,7 +91,7 @@ def audit_routes(memory: Memory, auth: Authenticator) -> APIRouter:
     def audit(
         who: Annotated[Principal, Depends(admin)],
         org_id: OrgQ = None, user_id: UserQ = None,
-        door: Annotated[str | None, Query(description="rest, mcp or cli")] = None,
+        door: Annotated[str | None, Query(description="rest, mcp, cli or retention")] = None,
         actor: Annotated[str | None, Query(description="who did it")] = None,
         key_id: Annotated[str | None, Query(description="with which API key")] = None,
         action: Annotated[str | None, Query(description="a prefix, e.g. POST or "

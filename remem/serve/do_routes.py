@@ -57,7 +57,7 @@ def do_routes(memory: Memory, auth: Authenticator) -> APIRouter:
         the plan's steps and what each did (only the plan with ``dry_run``)."""
         org, user = who.confine(body.org_id, body.user_id)
         return memory.do(body.text, org_id=org, user_id=user, agent_id=body.agent_id,
-                         project=body.project, dry_run=body.dry_run)
+                         project=body.project, dry_run=body.dry_run, door="rest")
 
     @router.get("/reminders", tags=["memory agent"])
     def reminders(who: Annotated[Principal, Depends(read)], org_id: OrgQ = None,

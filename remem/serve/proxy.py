@@ -188,7 +188,8 @@ class ChatProxy:
         try:
             result = self.memory.add(turns, org_id=exchange.org_id, user_id=exchange.user_id,
                                      project=exchange.project, session_id=exchange.session_id,
-                                     metadata={"via": "chat_proxy", "model": exchange.model})
+                                     metadata={"via": "chat_proxy", "model": exchange.model},
+                                     door="proxy")
         except Exception:  # the answer is already on its way; say why it is not remembered
             log.exception("could not remember a proxied exchange of user %r", exchange.user_id)
             return

@@ -3,7 +3,7 @@ caller's org (and user)."""
 
 
 from collections.abc import Callable
-from typing import Annotated
+from typing import Annotated, Literal
 
 from fastapi import APIRouter, Body, Depends, Path, Query
 
@@ -102,7 +102,8 @@ def memory_routes(memory: Memory, auth: Authenticator, hub: EventHub) -> APIRout
         org, user, writer = confine_write(who, body.org_id, body.user_id)
         result = memory.add(body.messages, org_id=org, user_id=user, agent_id=body.agent_id,
                             project=body.project, session_id=body.session_id,
-                            timestamp=body.timestamp, metadata=body.metadata, writer=writer)
+                            timestamp=body.timestamp, metadata=body.metadata, writer=writer,
+                            door="rest")
         hub.ingested(result, org_id=org, user_id=user, session_id=body.session_id)
         return result
 
@@ -112,7 +113,7 @@ def memory_routes(memory: Memory, auth: Authenticator, hub: EventHub) -> APIRout
         org, user = who.confine(body.org_id, body.user_id)
         result = memory.add_events(body.events, org_id=org, user_id=user, agent_id=body.agent_id,
                                    project=body.project, session_id=body.session_id,
-                                   timestamp=body.timestamp, metadata=body.metadata)
+                                   timestamp=body.timestamp, metadata=body.metadata, door="rest")
         hub.ingested(result, org_id=org, user_id=user, session_id=body.session_id)
         return result
 
@@ -125,7 +126,8 @@ def memory_routes(memory: Memory, auth: Authenticator, hub: EventHub) -> APIRout
             session_id=body.session_id, k=body.k, kinds=body.kinds, since=body.since,
             until=body.until, as_of=body.as_of, budget_tokens=body.budget_tokens,
             include_episodes=body.include_episodes, include_superseded=body.include_superseded,
-            include_archived=body.include_archived, include_shared=body.include_shared)
+            include_archived=body.include_archived, include_shared=body.include_shared,
+            trust=body.trust, door=body.door)
         return SearchResponse(hits=hits)
 
     @router.post("/flush", tags=["memories"])
@@ -144,12 +146,19 @@ def memory_routes(memory: Memory, auth: Authenticator, hub: EventHub) -> APIRout
         include_episodes: bool = False, include_inactive: bool = False,
         limit: Annotated[int, Query(ge=1, le=1000)] = 50,
         cursor: Annotated[str | None, Query(description="next_cursor of the previous page")] = None,
+        trust: Annotated[list[Literal["user", "agent", "external"]] | None, Query(
+            description="only memories trusted so (repeatable): user, agent, external")] = None,
+        door: Annotated[list[str] | None, Query(
+            description="only memories that came in through this door (repeatable): sdk, rest, "
+            "mcp, hook, cli, import, cube, proxy, agent")] = None,
     ) -> MemoryPage:
-        """Memories in the scope, newest first, one page at a time."""
+        """Memories in the scope, newest first, one page at a time; each says where it came
+        from (``provenance``: door, source, trust)."""
         org, user = who.confine(org_id, user_id)
         page = memory.list(org_id=org, user_id=user, agent_id=agent_id, project=project,
                            session_id=session_id, kinds=kinds, include_episodes=include_episodes,
-                           include_inactive=include_inactive, limit=limit, cursor=cursor)
+                           include_inactive=include_inactive, limit=limit, cursor=cursor,
+                           trust=trust, door=door)
         return MemoryPage(items=list(page), next_cursor=page.next_cursor)
 
     @router.get("/memories/{memory_id}", tags=["memories"])

@@ -95,6 +95,11 @@ class SearchRequest(ScopeFields):
     include_archived: bool = False
     include_shared: bool = Field(True, description="also what other users shared with the "
                                  "caller (each such hit names its grant in shared_by)")
+    trust: list[Literal["user", "agent", "external"]] | None = Field(
+        None, description="only memories trusted so: user, agent, external")
+    door: list[str] | None = Field(None, description="only memories that came in through one "
+                                   "of these doors: sdk, rest, mcp, hook, cli, import, cube, "
+                                   "proxy, agent")
 
 
 class UpdateRequest(OwnerFields):

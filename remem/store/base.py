@@ -17,6 +17,7 @@ from ..model import (
     JobInfo,
     MemoryItem,
     Page,
+    Provenance,
     Scope,
     Share,
     Source,
@@ -29,7 +30,10 @@ __all__ = ["ApiKeyStore", "AuditLog", "CopyStore", "Filters", "GraphStore", "Inj
 
 @dataclass(frozen=True)
 class NewMemory:
-    """A memory to insert, with its passages (already split) and source episode ids."""
+    """A memory to insert, with its passages (already split) and source episode ids.
+
+    ``provenance`` None: a derived memory inherits the provenance of its sources (the least
+    trusted wins; with none, the default), an episode gets the default (``sdk``, ``user``)."""
 
     id: str
     kind: str
@@ -43,6 +47,7 @@ class NewMemory:
     metadata: dict[str, Any] = field(default_factory=dict)
     passages: Sequence[str] = ()
     source_ids: Sequence[str] = ()
+    provenance: Provenance | None = None
 
 
 @dataclass(frozen=True)
@@ -57,6 +62,10 @@ class Filters:
     as_of: float | None = None
     maturity: str | None = None
     subject: str | None = None
+    #: trust levels to keep (None: any)
+    trust: tuple[str, ...] | None = None
+    #: doors to keep (None: any)
+    doors: tuple[str, ...] | None = None
 
 
 @dataclass(frozen=True)
@@ -162,6 +171,18 @@ class MemoryStore(Protocol):
     def purge(self, memory_id: str, scope: Scope) -> list[str]:
         """Delete a memory and every memory derived from it; return the deleted ids."""
 
+    def compact(self, episode_ids: Sequence[str], scope: Scope | None, *,
+                reason: str) -> tuple[list[str], list[str]]:
+        """Delete episodes for good but keep what was derived from them, in one transaction.
+
+        Each episode's row, text, passages (full text and vectors), history, edges and
+        entities go; the turns of its session get their full-text context again without
+        its words; the injection log loses the text of what a model was handed with it,
+        and working memory the reasons that quote it. Each memory derived from one stays
+        as it is, with a ``sources_compacted`` entry in its history (``reason``, and which
+        episodes went). Pinned episodes, derived memories and ids outside ``scope`` (None:
+        any) are left alone. Returns the ids compacted and the ids of the memories noted."""
+
     def get(self, memory_id: str, scope: Scope) -> MemoryItem: ...
 
     def get_rows(self, rowids: Iterable[int]) -> dict[int, MemoryItem]: ...
@@ -177,6 +198,15 @@ class MemoryStore(Protocol):
         """Every memory in scope, whatever its status, oldest first."""
 
     def history(self, memory_id: str, scope: Scope) -> list[HistoryEntry]: ...
+
+    def stored_before(self, before: float, *, episodes: bool, kinds: Sequence[str] | None = None,
+                      statuses: Sequence[str] | None = None, org_id: str | None = None,
+                      user_id: str | None = None, project: str | None = None, limit: int = 500,
+                      cursor: str | None = None) -> Page:
+        """Unpinned episodes (``episodes=True``) or derived memories that the store took in
+        before ``before`` (epoch seconds, by ``created_at``), oldest first, a page at a time
+        (``next_cursor``): of ``kinds`` and ``statuses`` when given, and of one org, user and
+        project when given (a field left None does not narrow: every org, every user)."""
 
     def sources(self, rowids: Iterable[int]) -> dict[int, list[Source]]: ...
 

@@ -7,12 +7,13 @@ for every backend.
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from typing import Any
 
 from ..model import Scope
 from .base import Filters
 
-__all__ = ["NESTED_FIELDS", "SCOPE_FIELDS", "filters_sql", "scope_sql"]
+__all__ = ["NESTED_FIELDS", "SCOPE_FIELDS", "aged_sql", "filters_sql", "scope_sql"]
 
 SCOPE_FIELDS = ("user_id", "agent_id", "project", "session_id")
 #: The fields a nested read widens to "this value or none": the levels above.
@@ -45,8 +46,8 @@ def scope_sql(scope: Scope, alias: str = "m", *, by_rowid: bool = False,
 
 
 def filters_sql(filters: Filters, alias: str = "m", *, mark: str = "?") -> tuple[str, list[Any]]:
-    """The WHERE clause for kinds, statuses, time, maturity and subject; ``as_of`` shows
-    what was valid then."""
+    """The WHERE clause for kinds, statuses, time, maturity, subject, trust and door;
+    ``as_of`` shows what was valid then."""
     clauses: list[str] = []
     params: list[Any] = []
     statuses = filters.statuses
@@ -77,4 +78,29 @@ def filters_sql(filters: Filters, alias: str = "m", *, mark: str = "?") -> tuple
     if filters.subject is not None:
         clauses.append(f"{alias}.subject = {mark}")
         params.append(filters.subject)
+    for column, values in (("trust", filters.trust), ("door", filters.doors)):
+        if values is not None:
+            clauses.append(f"{alias}.{column} IN ({','.join([mark] * len(values))})"
+                           if values else "1 = 0")
+            params += list(values)
+    return " AND ".join(clauses), params
+
+
+def aged_sql(before: float, *, episodes: bool, kinds: Sequence[str] | None,
+             statuses: Sequence[str] | None, org_id: str | None, user_id: str | None,
+             project: str | None, alias: str = "m", mark: str = "?") -> tuple[str, list[Any]]:
+    """The WHERE clause of what retention may act on: unpinned episodes (or derived
+    memories) stored before ``before``, of the kinds, statuses, org, user and project given
+    (a None one does not narrow)."""
+    clauses = [f"{alias}.created_at < {mark}", f"{alias}.raw = {mark}", f"{alias}.pinned = 0"]
+    params: list[Any] = [before, int(episodes)]
+    for name, value in (("org_id", org_id), ("user_id", user_id), ("project", project)):
+        if value is not None:
+            clauses.append(f"{alias}.{name} = {mark}")
+            params.append(value)
+    for name, values in (("kind", kinds), ("status", statuses)):
+        if values is not None:
+            clauses.append(f"{alias}.{name} IN ({','.join([mark] * len(values))})"
+                           if values else "1 = 0")
+            params += list(values)
     return " AND ".join(clauses), params

@@ -16,7 +16,7 @@ from typing import Any
 from ..errors import JobNotFoundError, LeaseLostError, NotFoundError, ValidationError
 from ..model import JobInfo, MemoryItem, Scope
 from .base import Job
-from .policy import HEAT_DECAY, REVIEW_NOTE, best_topic
+from .policy import HEAT_DECAY, REVIEW_NOTE, best_topic, least_trusted, row_provenance
 from .rows import JOB_COLUMNS as _JOB_COLUMNS
 from .rows import KEY_COLUMNS, TopicRow
 from .rows import job_info as _job_info
@@ -39,6 +39,7 @@ class DerivedOps:
     conn: sqlite3.Connection
     write: Any
     _items: Any
+    _provenances: Any
     put_vectors: Any
 
     def _columns(self) -> str:
@@ -130,19 +131,24 @@ class DerivedOps:
 
     def merge_into(self, memory_id: str, episode_ids: Sequence[str], *, metadata: dict[str, Any],
                    maturity: str, reason: str) -> None:
-        """Add sources to a memory and record why, without a new text version."""
+        """Add sources to a memory and record why, without a new text version; its
+        provenance becomes the least trusted of its own and the new sources'."""
         now = time.time()
         with self.write() as conn:
-            row = conn.execute("SELECT rowid, version, text, status FROM memories WHERE id = ?",
-                               (memory_id,)).fetchone()
+            row = conn.execute("SELECT rowid, version, text, status, door, source, trust, org_id "
+                               "FROM memories WHERE id = ?", (memory_id,)).fetchone()
             if row is None:
                 raise NotFoundError(memory_id)
             conn.executemany(
                 "INSERT OR IGNORE INTO memory_sources SELECT ?, rowid FROM memories WHERE id = ?",
                 [(row[0], e) for e in episode_ids])
-            conn.execute("UPDATE memories SET metadata = ?, maturity = ?, updated_at = ? "
-                         "WHERE rowid = ?",
-                         (json.dumps(metadata, ensure_ascii=False), maturity, now, row[0]))
+            prov = least_trusted([row_provenance(row[4:7]),
+                                  *(self._provenances(row[7], episode_ids) if episode_ids else [])])
+            assert prov is not None
+            conn.execute("UPDATE memories SET metadata = ?, maturity = ?, updated_at = ?, "
+                         "door = ?, source = ?, trust = ? WHERE rowid = ?",
+                         (json.dumps(metadata, ensure_ascii=False), maturity, now, prov.door,
+                          prov.source, prov.trust, row[0]))
             conn.execute(
                 "INSERT INTO versions (memory_rowid, version, action, text, status, reason, at) "
                 "VALUES (?, ?, 'merged', ?, ?, ?, ?)", (row[0], row[1], row[2], row[3], reason, now))

@@ -1,5 +1,6 @@
 """Rules every adapter applies the same way, kept here once: what a purge takes with it,
-how working memory cools, which job keys are given back when a job starts."""
+how working memory cools, which job keys are given back when a job starts, what a derived
+memory's provenance is."""
 
 from __future__ import annotations
 
@@ -9,11 +10,12 @@ from collections.abc import Callable, Iterable, Sequence
 from typing import Any
 
 from ..errors import ValidationError
+from ..model import TRUST_LEVELS, Provenance
 from ..text import segment
 
 __all__ = ["COALESCE_PREFIX", "CONTEXT_CHARS", "HEAT_DECAY", "REVIEW_NOTE", "batch_contexts",
-           "best_topic", "counted_sql", "mentions", "owner_of", "page_before", "purge_closure",
-           "purged_words"]
+           "best_topic", "compacted_note", "counted_sql", "least_trusted", "mentions", "owner_of",
+           "page_after", "page_before", "provenance_of", "purge_closure", "purged_words", "row_provenance"]
 
 #: Each warming of a session's working memory first multiplies every heat by this.
 HEAT_DECAY = 0.8
@@ -22,6 +24,44 @@ HEAT_DECAY = 0.8
 COALESCE_PREFIX = "coalesce:"
 #: The metadata note on a memory derived from one that was superseded.
 REVIEW_NOTE = "derived from {old_id}, now superseded"
+
+
+def least_trusted(found: Iterable[Provenance]) -> Provenance | None:
+    """The least trusted of these provenances (the first of them on a tie); None for none.
+    A derived memory has its least trusted source's provenance."""
+    worst: Provenance | None = None
+    for item in found:
+        if worst is None or TRUST_LEVELS.index(item.trust) > TRUST_LEVELS.index(worst.trust):
+            worst = item
+    return worst
+
+
+def provenance_of(item: Any, batch: dict[str, Provenance],
+                  lookup: Callable[[str, Sequence[str]], list[Provenance]]) -> Provenance:
+    """The provenance to store with a new memory (a ``NewMemory``): its own if it has one;
+    else, for a derived memory, its least trusted source's, read from ``batch`` (the
+    batch's own episodes, by id) or ``lookup(org_id, ids)``; else the default."""
+    if item.provenance is not None:
+        return item.provenance  # type: ignore[no-any-return]
+    if item.raw or not item.source_ids:
+        return Provenance()
+    found = [batch[i] for i in item.source_ids if i in batch]
+    rest = [i for i in item.source_ids if i not in batch]
+    if rest:
+        found += lookup(item.scope.org_id, rest)
+    return least_trusted(found) or Provenance()
+
+
+def row_provenance(row: Sequence[Any]) -> Provenance:
+    """A ``(door, source, trust)`` row as a Provenance."""
+    return Provenance.model_construct(door=row[0], source=row[1], trust=row[2])
+
+
+def compacted_note(episode_ids: Sequence[str], reason: str) -> str:
+    """The history note of a memory whose source episodes were compacted."""
+    shown = ", ".join(episode_ids[:5]) + (f" and {len(episode_ids) - 5} more"
+                                          if len(episode_ids) > 5 else "")
+    return f"sources compacted ({reason}): {shown}"
 
 
 def purge_closure(start: int, derived_of: Callable[[int], Iterable[int]]) -> list[int]:
@@ -70,6 +110,11 @@ def mentions(text: str, marks: set[str]) -> bool:
     """True when ``text`` holds a word pair or a long word of purged text."""
     words = re.findall(r"\w+", text.lower())
     return any(w in marks for w in words) or any(f"{a} {b}" in marks for a, b in zip(words, words[1:]))
+
+
+def page_after(cursor: str | None) -> int:
+    """The rowid an ascending page starts above: a cursor from a previous page, checked."""
+    return 0 if cursor is None else page_before(cursor)
 
 
 def page_before(cursor: str | None) -> int:

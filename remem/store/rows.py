@@ -2,21 +2,23 @@
 
 from __future__ import annotations
 
+import functools
 import json
 from collections.abc import Sequence
 from datetime import datetime, timezone
 from typing import Any
 
-from ..model import JobInfo, MemoryItem, Share
+from ..model import JobInfo, MemoryItem, Provenance, Share
 
 __all__ = ["COLUMNS", "JOB_COLUMNS", "KEY_COLUMNS", "LOCAL_META", "SHARE_COLUMNS", "TRANSFER",
-           "TopicRow", "dt", "job_info", "row_to_item", "row_to_share"]
+           "TopicRow", "dt", "job_info", "provenance", "row_to_item", "row_to_share"]
 
 #: The memory columns, in the order :func:`row_to_item` reads them (alias ``m``).
 COLUMNS = (
     "m.rowid, m.id, m.kind, m.text, m.status, m.subject, m.role, m.maturity, m.version, "
     "m.pinned, m.org_id, m.user_id, m.agent_id, m.project, m.session_id, m.metadata, "
-    "m.event_time, m.observed_at, m.created_at, m.updated_at, m.valid_from, m.valid_to"
+    "m.event_time, m.observed_at, m.created_at, m.updated_at, m.valid_from, m.valid_to, "
+    "m.door, m.source, m.trust"
 )
 JOB_COLUMNS = ("id, kind, state, priority, attempts, max_attempts, run_after, last_error, "
                "payload, created_at, updated_at")
@@ -30,12 +32,18 @@ def dt(value: float | None) -> datetime | None:
 _ITEM_FIELDS = ("id", "kind", "text", "status", "subject", "role", "maturity", "version",
                 "pinned", "org_id", "user_id", "agent_id", "project", "session_id", "metadata",
                 "event_time", "observed_at", "created_at", "updated_at", "valid_from",
-                "valid_to", "sources")
+                "valid_to", "sources", "provenance")
 # a search hydrates a hundred rows or more: building the instance the way model_construct
 # does, minus its per-field default handling, is 5-8x faster; only while the model has
 # exactly these fields, no private attributes and no extra fields, where the two agree
 _DIRECT = (_ITEM_FIELDS == tuple(MemoryItem.model_fields) and not MemoryItem.__private_attributes__
            and MemoryItem.model_config.get("extra") != "allow")
+
+
+@functools.lru_cache(maxsize=256)
+def provenance(door: str, source: str, trust: str) -> Provenance:
+    """The provenance of a row: one frozen instance per combination, shared."""
+    return Provenance.model_construct(door=door, source=source, trust=trust)  # type: ignore[arg-type]
 
 
 def row_to_item(row: Sequence[Any], sources: list[str]) -> MemoryItem:
@@ -48,7 +56,7 @@ def row_to_item(row: Sequence[Any], sources: list[str]) -> MemoryItem:
         "session_id": row[14], "metadata": {} if meta == "{}" else json.loads(meta),
         "event_time": dt(row[16]), "observed_at": dt(row[17]), "created_at": dt(row[18]),
         "updated_at": dt(row[19]), "valid_from": dt(row[20]), "valid_to": dt(row[21]),
-        "sources": sources,
+        "sources": sources, "provenance": provenance(row[22], row[23], row[24]),
     }
     if not _DIRECT:  # pragma: no cover - a model changed under this function
         return MemoryItem.model_construct(**values)
@@ -104,7 +112,7 @@ TRANSFER: dict[str, tuple[str, ...]] = {
     "memories": ("rowid", "id", "kind", "raw", "text", "role", "subject", "status", "maturity",
                  "version", "pinned", "org_id", "user_id", "agent_id", "project", "session_id",
                  "metadata", "event_time", "observed_at", "created_at", "updated_at", "valid_from",
-                 "valid_to", "topic_rowid", "use_count", "used_at"),
+                 "valid_to", "topic_rowid", "use_count", "used_at", "door", "source", "trust"),
     "memory_sources": ("memory_rowid", "episode_rowid"),
     "passages": ("rowid", "memory_rowid", "seq", "text", "tokens", "vec"),
     "versions": ("rowid", "memory_rowid", "version", "action", "text", "status", "reason", "at"),

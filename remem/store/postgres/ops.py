@@ -16,7 +16,7 @@ from ...errors import JobNotFoundError, LeaseLostError, NotFoundError, Validatio
 from ...model import JobInfo, MemoryItem, Scope
 from ..base import Filters, Job
 from ..clauses import filters_sql, scope_sql
-from ..policy import HEAT_DECAY, REVIEW_NOTE, best_topic
+from ..policy import HEAT_DECAY, REVIEW_NOTE, best_topic, least_trusted, row_provenance
 from ..rows import COLUMNS, JOB_COLUMNS, KEY_COLUMNS, TopicRow, job_info
 
 __all__ = ["PostgresOps"]
@@ -39,6 +39,7 @@ class PostgresOps:
     _many: Any
     _local: Any
     _items: Any
+    _provenances: Any
     transaction: Any
     put_vectors: Any
     derived_of: Any
@@ -117,14 +118,18 @@ class PostgresOps:
                    maturity: str, reason: str) -> None:
         now = time.time()
         with self.transaction():
-            org, rowid, version, text, status = self._memory(
-                memory_id, "org_id, rowid, version, text, status")
+            org, rowid, version, text, status, *own = self._memory(
+                memory_id, "org_id, rowid, version, text, status, door, source, trust")
             self._many("INSERT INTO memory_sources SELECT org_id, %s, rowid FROM memories "
                        "WHERE org_id = %s AND id = %s ON CONFLICT DO NOTHING",
                        [(rowid, org, e) for e in episode_ids])
-            self._run("UPDATE memories SET metadata = %s, maturity = %s, updated_at = %s "
-                      "WHERE org_id = %s AND rowid = %s",
-                      (json.dumps(metadata, ensure_ascii=False), maturity, now, org, rowid))
+            prov = least_trusted([row_provenance(own),
+                                  *(self._provenances(org, episode_ids) if episode_ids else [])])
+            assert prov is not None
+            self._run("UPDATE memories SET metadata = %s, maturity = %s, updated_at = %s, "
+                      "door = %s, source = %s, trust = %s WHERE org_id = %s AND rowid = %s",
+                      (json.dumps(metadata, ensure_ascii=False), maturity, now, prov.door,
+                       prov.source, prov.trust, org, rowid))
             self._run("INSERT INTO versions (org_id, memory_rowid, version, action, text, status, "
                       "reason, at) VALUES (%s, %s, %s, 'merged', %s, %s, %s, %s)",
                       (org, rowid, version, text, status, reason, now))

@@ -292,6 +292,32 @@ MIGRATIONS: list[str] = [
     """
     ALTER TABLE passages ALTER COLUMN vec SET STORAGE MAIN;
     """,
+    # 7: provenance and the walk by age (SQLite's 12)
+    """
+    ALTER TABLE memories ADD COLUMN door TEXT NOT NULL DEFAULT 'unknown';
+    ALTER TABLE memories ADD COLUMN source TEXT NOT NULL DEFAULT 'user';
+    ALTER TABLE memories ADD COLUMN trust TEXT NOT NULL DEFAULT 'user';
+    UPDATE memories SET
+        source = CASE WHEN metadata::jsonb ? 'cube' THEN 'cube'
+                      WHEN kind = 'event' THEN 'tool'
+                      WHEN lower(role) IN ('assistant', 'agent') THEN 'assistant'
+                      WHEN lower(role) IN ('tool', 'system', 'import') THEN lower(role)
+                      ELSE 'user' END,
+        door = CASE WHEN metadata::jsonb ? 'cube' THEN 'cube'
+                    WHEN lower(role) = 'import' THEN 'import' ELSE 'unknown' END
+        WHERE raw = 1;
+    UPDATE memories SET trust = CASE source WHEN 'user' THEN 'user' WHEN 'assistant' THEN 'agent'
+                                            ELSE 'external' END WHERE raw = 1;
+    UPDATE memories m SET (door, source, trust) = (
+        SELECT e.door, e.source, e.trust FROM memory_sources s JOIN memories e
+        ON e.org_id = s.org_id AND e.rowid = s.episode_rowid
+        WHERE s.org_id = m.org_id AND s.memory_rowid = m.rowid
+        ORDER BY CASE e.trust WHEN 'external' THEN 0 WHEN 'agent' THEN 1 ELSE 2 END, e.rowid
+        LIMIT 1)
+        WHERE m.raw = 0 AND EXISTS (SELECT 1 FROM memory_sources s
+                                    WHERE s.org_id = m.org_id AND s.memory_rowid = m.rowid);
+    CREATE INDEX memories_created ON memories (org_id, raw, created_at);
+    """,
 ]
 
 SCHEMA_VERSION = len(MIGRATIONS)

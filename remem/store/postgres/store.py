@@ -34,7 +34,7 @@ from ...errors import (
     StoreNotFoundError,
     ValidationError,
 )
-from ...model import HistoryEntry, MemoryItem, Page, Scope, Source
+from ...model import HistoryEntry, MemoryItem, Page, Provenance, Scope, Source
 from ...text import estimate_tokens, segment
 from ..base import Filters, Job, NewMemory, Transaction
 from ..clauses import filters_sql, scope_sql
@@ -46,14 +46,17 @@ from ..policy import (
     mentions,
     owner_of,
     page_before,
+    provenance_of,
     purge_closure,
     purged_words,
+    row_provenance,
 )
 from ..rows import COLUMNS, dt, row_to_item
 from .audit import PostgresAudit
 from .copy import PostgresCopy
 from .injections import PostgresInjections
 from .ops import PostgresOps
+from .retention import PostgresRetention
 from .schema import MIGRATIONS, SCHEMA_VERSION
 from .shares import PostgresShares
 
@@ -89,7 +92,8 @@ def masked(url: str) -> str:
     return re.sub(r"(://[^:/@]+):[^@]*@", r"\1:***@", url)
 
 
-class PostgresStore(PostgresOps, PostgresInjections, PostgresShares, PostgresAudit, PostgresCopy):
+class PostgresStore(PostgresOps, PostgresInjections, PostgresShares, PostgresAudit, PostgresCopy,
+                    PostgresRetention):
     """Episodes, memories, passages, full text, vectors, history, edges, jobs and keys in
     one PostgreSQL database (with the ``vector`` extension).
 
@@ -379,18 +383,22 @@ class PostgresStore(PostgresOps, PostgresInjections, PostgresShares, PostgresAud
         if ``embed_job_id`` is given, one job that embeds all their passages. One
         transaction, and a round trip per kind of row rather than per row."""
         now = time.time()
+        made: dict[str, Provenance] = {}
         with self.transaction():
+            for item in items:
+                made[item.id] = provenance_of(item, made, self._provenances)
             rowids = self._returning(
                 "INSERT INTO memories (id, kind, raw, text, role, subject, org_id, user_id, "
                 "agent_id, project, session_id, metadata, event_time, observed_at, "
-                "created_at, updated_at, valid_from) VALUES "
-                "(%s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s) "
+                "created_at, updated_at, valid_from, door, source, trust) VALUES "
+                "(%s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s) "
                 "RETURNING rowid",
                 [(item.id, item.kind, int(item.raw), item.text, item.role, item.subject,
                   item.scope.org_id, item.scope.user_id, item.scope.agent_id, item.scope.project,
                   item.scope.session_id, json.dumps(item.metadata, ensure_ascii=False),
                   item.event_time, item.observed_at, now, now,
-                  item.observed_at if item.event_time is None else item.event_time)
+                  item.observed_at if item.event_time is None else item.event_time,
+                  made[item.id].door, made[item.id].source, made[item.id].trust)
                  for item in items])
             # after the batch's own rows are in: a memory may cite a turn of its batch
             self._many("INSERT INTO memory_sources VALUES (%s, %s, %s) ON CONFLICT DO NOTHING",
@@ -410,6 +418,12 @@ class PostgresStore(PostgresOps, PostgresInjections, PostgresShares, PostgresAud
             if embed_job_id is not None:
                 self._queue_embed(embed_job_id, passages, items[0].scope.org_id if items else None,
                                   owner_of(items))
+
+    def _provenances(self, org_id: str, ids: Sequence[str]) -> list[Provenance]:
+        """The provenance of these memories of one org."""
+        return [row_provenance(r) for r in self._all(
+            "SELECT door, source, trust FROM memories WHERE org_id = %s AND id = ANY(%s) "
+            "ORDER BY rowid", (org_id, list(ids)))]
 
     def _rowid(self, memory_id: str, scope: Scope) -> int:
         where, params = _scope(scope)
