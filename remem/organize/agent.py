@@ -77,6 +77,12 @@ def _speaker(item: MemoryItem) -> str:
     return (item.role or "user").lower()
 
 
+def _screened_as(item: MemoryItem) -> str:
+    """Whose words an item is screened as: text from anywhere (an import, a cube) as
+    tool output, whoever first said it."""
+    return "tool" if item.provenance.trust == "external" else _speaker(item)
+
+
 def _role(speaker: str) -> str:
     """The role the heads read a speaker's text as."""
     return speaker if speaker in ("assistant", "tool") else "user"
@@ -137,7 +143,7 @@ class MemoryAgent:
         """The items (turns, tool output, proposed memories) that try to instruct the
         agent against its user, with why: each is read sentence by sentence by the
         screening head, under the policy for its speaker (:mod:`remem.govern.screen`)."""
-        return self._holds([(item.id, item.text, _speaker(item)) for item in items
+        return self._holds([(item.id, item.text, _screened_as(item)) for item in items
                             if item.status == "active" and not item.metadata.get("reviewed")])
 
     def _holds(self, texts: Sequence[tuple[str, str, str]]) -> dict[str, str]:
