@@ -20,7 +20,7 @@ from remem import (
 from remem.config import AgentConfig
 from remem.model import Scope
 from remem.store import NewMemory
-from remem.store.schema import SCHEMA_VERSION
+from remem.store.sqlite.schema import SCHEMA_VERSION
 
 # these tests are about episodes: the memory agent stays off
 pytestmark = pytest.mark.usefixtures("episodes_only")

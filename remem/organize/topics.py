@@ -13,7 +13,7 @@ from collections import Counter
 
 from ..model import MemoryItem, Scope, TopicNode
 from ..store.base import Store
-from ..store.derived import TopicRow
+from ..store.rows import TopicRow
 from ..text import words
 from .similarity import content_words
 

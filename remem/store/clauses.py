@@ -13,7 +13,8 @@ from typing import Any
 from ..model import Scope
 from .base import Filters
 
-__all__ = ["NESTED_FIELDS", "SCOPE_FIELDS", "aged_sql", "filters_sql", "scope_sql"]
+__all__ = ["NESTED_FIELDS", "SCOPE_FIELDS", "aged_sql", "audit_where", "filters_sql", "scope_sql",
+           "share_filters"]
 
 SCOPE_FIELDS = ("user_id", "agent_id", "project", "session_id")
 #: The fields a nested read widens to "this value or none": the levels above.
@@ -103,4 +104,37 @@ def aged_sql(before: float, *, episodes: bool, kinds: Sequence[str] | None,
             clauses.append(f"{alias}.{name} IN ({','.join([mark] * len(values))})"
                            if values else "1 = 0")
             params += list(values)
+    return " AND ".join(clauses), params
+
+
+def audit_where(org_id: str, user_id: str | None, filters: dict[str, Any], *,
+                mark: str = "?") -> tuple[str, list[Any]]:
+    """The WHERE clause of an audit read: the walls first, then the filters given."""
+    clauses, params = [f"org_id = {mark}"], [org_id]
+    if user_id is not None:
+        clauses.append(f"user_id = {mark}")
+        params.append(user_id)
+    for name in ("door", "actor", "key_id", "target"):
+        if filters.get(name) is not None:
+            clauses.append(f"{name} = {mark}")
+            params.append(filters[name])
+    if filters.get("action") is not None:  # a prefix: 'POST' or 'GET /v1/memories'
+        clauses.append(f"substr(action, 1, {mark}) = {mark}")
+        params += [len(filters["action"]), filters["action"]]
+    if filters.get("since") is not None:
+        clauses.append(f"at >= {mark}")
+        params.append(filters["since"])
+    if filters.get("until") is not None:
+        clauses.append(f"at < {mark}")
+        params.append(filters["until"])
+    return " AND ".join(clauses), params
+
+
+def share_filters(org_id: str, mark: str, **given: str | None) -> tuple[str, list[Any]]:
+    """The WHERE clause of a grant listing: the org, then each argument that was given."""
+    clauses, params = [f"org_id = {mark}"], [org_id]
+    for column, value in given.items():
+        if value is not None:
+            clauses.append(f"{'id' if column == 'share_id' else column} = {mark}")
+            params.append(value)
     return " AND ".join(clauses), params

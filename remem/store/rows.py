@@ -8,10 +8,11 @@ from collections.abc import Sequence
 from datetime import datetime, timezone
 from typing import Any
 
-from ..model import JobInfo, MemoryItem, Provenance, Share
+from ..model import AuditEntry, JobInfo, MemoryItem, Provenance, Share
 
-__all__ = ["COLUMNS", "JOB_COLUMNS", "KEY_COLUMNS", "LOCAL_META", "SHARE_COLUMNS", "TRANSFER",
-           "TopicRow", "dt", "job_info", "provenance", "row_to_item", "row_to_share"]
+__all__ = ["AUDIT_COLUMNS", "COLUMNS", "JOB_COLUMNS", "KEY_COLUMNS", "LOCAL_META", "SHARE_COLUMNS",
+           "TRANSFER", "TopicRow", "dt", "job_info", "provenance", "row_to_audit", "row_to_item",
+           "row_to_share"]
 
 #: The memory columns, in the order :func:`row_to_item` reads them (alias ``m``).
 COLUMNS = (
@@ -20,6 +21,8 @@ COLUMNS = (
     "m.event_time, m.observed_at, m.created_at, m.updated_at, m.valid_from, m.valid_to, "
     "m.door, m.source, m.trust"
 )
+#: The audit log's columns, in the order :func:`row_to_audit` reads them.
+AUDIT_COLUMNS = "rowid, id, at, door, action, org_id, user_id, actor, key_id, target, status"
 JOB_COLUMNS = ("id, kind, state, priority, attempts, max_attempts, run_after, last_error, "
                "payload, created_at, updated_at")
 
@@ -132,3 +135,10 @@ TRANSFER: dict[str, tuple[str, ...]] = {
 }
 #: Meta keys that belong to one store and are not copied (its own counters).
 LOCAL_META = ("changes", "vector_generation")
+
+
+def row_to_audit(row: Any) -> AuditEntry:
+    """An audit entry from a row of :data:`AUDIT_COLUMNS`."""
+    return AuditEntry(id=row[1], at=datetime.fromtimestamp(row[2], timezone.utc), door=row[3],
+                      action=row[4], org_id=row[5], user_id=row[6], actor=row[7], key_id=row[8],
+                      target=row[9], status=row[10])

@@ -1,14 +1,15 @@
 """The audit log of the PostgreSQL store (mixed into PostgresStore); the statements
-mirror :mod:`remem.store.audit` one for one."""
+mirror :mod:`remem.store.sqlite.audit` one for one."""
 
 from __future__ import annotations
 
 from typing import Any
 
 from ...model import AuditEntry
-from ..audit import COLUMNS, audit_where, to_entry
 from ..base import NewAudit
+from ..clauses import audit_where
 from ..policy import page_before
+from ..rows import AUDIT_COLUMNS, row_to_audit
 
 __all__ = ["PostgresAudit"]
 
@@ -36,8 +37,8 @@ class PostgresAudit:
             "door": door, "actor": actor, "key_id": key_id, "action": action, "target": target,
             "since": since, "until": until}, mark="%s")
         rows = self._all(
-            f"SELECT {COLUMNS} FROM audit WHERE {where} AND rowid < %s ORDER BY rowid DESC LIMIT %s",
+            f"SELECT {AUDIT_COLUMNS} FROM audit WHERE {where} AND rowid < %s ORDER BY rowid DESC LIMIT %s",
             [*params, page_before(cursor), limit + 1])
         more = len(rows) > limit
         rows = rows[:limit]
-        return [to_entry(r) for r in rows], str(rows[-1][0]) if more and rows else None
+        return [row_to_audit(r) for r in rows], str(rows[-1][0]) if more and rows else None

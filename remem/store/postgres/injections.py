@@ -1,5 +1,5 @@
 """The injection log of the PostgreSQL store (mixed into PostgresStore); the statements
-mirror :mod:`remem.store.injections` one for one."""
+mirror :mod:`remem.store.sqlite.injections` one for one."""
 
 from __future__ import annotations
 

@@ -2,7 +2,7 @@
 supersession, edges, entities, the mind map, strength, working memory, jobs and API keys.
 
 :class:`PostgresOps` is mixed into :class:`~remem.store.postgres.store.PostgresStore`; the
-statements mirror :mod:`remem.store.derived` one for one.
+statements mirror :mod:`remem.store.sqlite.ops` one for one.
 """
 
 from __future__ import annotations

@@ -1,5 +1,5 @@
 """The retention policy's part of the PostgreSQL store: finding what is old, and
-compacting episodes; the statements mirror :mod:`remem.store.retention` one for one."""
+compacting episodes; the statements mirror :mod:`remem.store.sqlite.retention` one for one."""
 
 from __future__ import annotations
 

@@ -1,13 +1,13 @@
 """Grants between scopes in the PostgreSQL store (mixed into PostgresStore); the
-statements mirror :mod:`remem.store.shares` one for one."""
+statements mirror :mod:`remem.store.sqlite.shares` one for one."""
 
 from __future__ import annotations
 
 from typing import Any
 
 from ...model import Share
+from ..clauses import share_filters
 from ..rows import SHARE_COLUMNS, row_to_share
-from ..shares import share_filters
 
 __all__ = ["PostgresShares"]
 

@@ -34,9 +34,9 @@ from pathlib import Path
 
 import numpy as np
 
-from ..model import Scope
+from ...model import Scope
+from ..clauses import NESTED_FIELDS
 from . import ann
-from .clauses import NESTED_FIELDS
 
 __all__ = ["VectorIndex", "VectorStats", "graph_dir"]
 

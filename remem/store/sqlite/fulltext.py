@@ -36,7 +36,7 @@ from collections.abc import Callable, Iterable, Sequence
 
 import numpy as np
 
-from ..model import Scope
+from ...model import Scope
 
 __all__ = ["FulltextIndex", "Tokenizer"]
 

@@ -5,23 +5,14 @@ from __future__ import annotations
 import sqlite3
 from typing import Any
 
-from ..model import Share
-from .rows import SHARE_COLUMNS, row_to_share
+from ...model import Share
+from ..clauses import share_filters
+from ..rows import SHARE_COLUMNS, row_to_share
 
-__all__ = ["ShareOps", "share_filters"]
+__all__ = ["ShareOps"]
 
 _SAME = ("org_id = ? AND COALESCE(user_id, '') = COALESCE(?, '') AND "
          "COALESCE(project, '') = COALESCE(?, '') AND grantee_kind = ? AND grantee = ?")
-
-
-def share_filters(org_id: str, mark: str, **given: str | None) -> tuple[str, list[Any]]:
-    """The WHERE clause of a grant listing: the org, then each argument that was given."""
-    clauses, params = [f"org_id = {mark}"], [org_id]
-    for column, value in given.items():
-        if value is not None:
-            clauses.append(f"{'id' if column == 'share_id' else column} = {mark}")
-            params.append(value)
-    return " AND ".join(clauses), params
 
 
 class ShareOps:

@@ -14,10 +14,11 @@ from collections.abc import Sequence
 from datetime import datetime, timezone
 from typing import Any
 
-from ..errors import NotFoundError
-from ..model import HeedRate, Injected, Injection, Scope
-from .base import NewInjection
-from .policy import page_before
+from ...errors import NotFoundError
+from ...model import HeedRate, Injected, Injection, Scope
+from ..base import NewInjection
+from ..clauses import scope_sql
+from ..policy import page_before
 
 __all__ = ["InjectionOps"]
 
@@ -26,8 +27,6 @@ _COLUMNS = ("i.rowid, i.id, i.at, i.door, i.org_id, i.user_id, i.agent_id, i.pro
 
 
 def _where(scope: Scope, alias: str = "i") -> tuple[str, list[Any]]:
-    from .sqlite import scope_sql
-
     return scope_sql(scope.model_copy(update={"nested": False}), alias)
 
 

@@ -12,9 +12,10 @@ import time
 from collections.abc import Sequence
 from typing import Any
 
-from ..model import Page, Scope
-from .clauses import aged_sql, scope_sql
-from .policy import compacted_note, mentions, page_after, purged_words
+from ...model import Page, Scope
+from ..clauses import aged_sql, scope_sql
+from ..policy import compacted_note, mentions, page_after, purged_words
+from ..rows import COLUMNS
 
 __all__ = ["RetentionOps"]
 
@@ -39,14 +40,12 @@ class RetentionOps:
                       cursor: str | None = None) -> Page:
         """Unpinned episodes (or derived memories) stored before ``before``, oldest first;
         an episode an extract job has still to read is not among them."""
-        from .sqlite import _COLUMNS
-
         where, params = aged_sql(before, episodes=episodes, kinds=kinds, statuses=statuses,
                                  org_id=org_id, user_id=user_id, project=project)
         if episodes:
             where += f" AND NOT {_UNREAD}"
         rows = self.conn.execute(
-            f"SELECT {_COLUMNS} FROM memories m WHERE {where} AND m.rowid > ? "
+            f"SELECT {COLUMNS} FROM memories m WHERE {where} AND m.rowid > ? "
             f"ORDER BY m.rowid LIMIT ?", [*params, page_after(cursor), limit + 1]).fetchall()
         more = len(rows) > limit
         rows = rows[:limit]

@@ -13,22 +13,17 @@ import time
 from collections.abc import Iterator, Sequence
 from typing import Any
 
-from ..errors import JobNotFoundError, LeaseLostError, NotFoundError, ValidationError
-from ..model import JobInfo, MemoryItem, Scope
-from .base import Job
-from .policy import HEAT_DECAY, REVIEW_NOTE, best_topic, least_trusted, row_provenance
-from .rows import JOB_COLUMNS as _JOB_COLUMNS
-from .rows import KEY_COLUMNS, TopicRow
-from .rows import job_info as _job_info
+from ...errors import JobNotFoundError, LeaseLostError, NotFoundError, ValidationError
+from ...model import JobInfo, MemoryItem, Scope
+from ..base import Job
+from ..clauses import filters_sql, scope_sql
+from ..policy import HEAT_DECAY, REVIEW_NOTE, best_topic, least_trusted, row_provenance
+from ..rows import COLUMNS, JOB_COLUMNS, KEY_COLUMNS, TopicRow, job_info
 
-__all__ = ["DerivedOps", "TopicRow"]
-
-
+__all__ = ["DerivedOps"]
 
 def _scope_where(scope: Scope, alias: str = "m") -> tuple[str, list[Any]]:
     """The scope wall for memories shared across sessions: session_id does not narrow."""
-    from .clauses import scope_sql
-
     return scope_sql(scope.model_copy(update={"session_id": None}), alias)
 
 
@@ -42,11 +37,6 @@ class DerivedOps:
     _provenances: Any
     put_vectors: Any
 
-    def _columns(self) -> str:
-        from .sqlite import _COLUMNS
-
-        return _COLUMNS
-
     # --- reading what the agent works on ------------------------------------------------
 
     def items_by_id(self, ids: Sequence[str]) -> list[MemoryItem]:
@@ -55,7 +45,7 @@ class DerivedOps:
             return []
         marks = ",".join("?" * len(ids))
         rows = self.conn.execute(
-            f"SELECT {self._columns()} FROM memories m WHERE m.id IN ({marks}) ORDER BY m.rowid",
+            f"SELECT {COLUMNS} FROM memories m WHERE m.id IN ({marks}) ORDER BY m.rowid",
             list(ids)).fetchall()
         return list(self._items(rows))
 
@@ -69,8 +59,6 @@ class DerivedOps:
     def recent_turns(self, scope: Scope, limit: int, *, before: str | None = None) -> list[MemoryItem]:
         """The last ``limit`` active episodes of the scope (its session, when it names
         one), oldest first; with ``before``, only those before that episode."""
-        from .clauses import scope_sql
-
         if limit <= 0:
             return []
         where, params = scope_sql(scope)
@@ -78,7 +66,7 @@ class DerivedOps:
             where += " AND m.rowid < (SELECT rowid FROM memories WHERE id = ?)"
             params.append(before)
         rows = self.conn.execute(
-            f"SELECT {self._columns()} FROM memories m WHERE {where} AND m.raw = 1 "
+            f"SELECT {COLUMNS} FROM memories m WHERE {where} AND m.raw = 1 "
             f"AND m.status = 'active' ORDER BY m.rowid DESC LIMIT ?", [*params, limit]).fetchall()
         return list(reversed(self._items(rows)))
 
@@ -110,7 +98,7 @@ class DerivedOps:
             clauses.append(f"m.kind IN ({','.join('?' * len(kinds))})")
             params += list(kinds)
         rows = self.conn.execute(
-            f"SELECT {self._columns()} FROM memories m WHERE {' AND '.join(clauses)} "
+            f"SELECT {COLUMNS} FROM memories m WHERE {' AND '.join(clauses)} "
             f"ORDER BY m.rowid DESC LIMIT ?", [*params, limit]).fetchall()
         return list(self._items(rows))
 
@@ -121,7 +109,7 @@ class DerivedOps:
         where, params = _scope_where(scope)
         marks = ",".join("?" * len(names))
         rows = self.conn.execute(
-            f"SELECT DISTINCT {self._columns()} FROM entities e JOIN memories m "
+            f"SELECT DISTINCT {COLUMNS} FROM entities e JOIN memories m "
             f"ON m.rowid = e.memory_rowid WHERE e.name IN ({marks}) AND {where} "
             f"AND m.status = 'active' ORDER BY m.rowid DESC LIMIT ?",
             [*[n.lower() for n in names], *params, limit]).fetchall()
@@ -257,8 +245,6 @@ class DerivedOps:
                    status: str | None = None, maturity: str | None = None,
                    metadata: dict[str, Any] | None = None, pinned: bool | None = None) -> None:
         """Change status, maturity, metadata or pinning, recorded as one history entry."""
-        from .clauses import scope_sql
-
         now = time.time()
         with self.write() as conn:
             where, params = scope_sql(scope or Scope(), "m") if scope is not None else ("1", [])
@@ -329,7 +315,7 @@ class DerivedOps:
         marks = ",".join("?" * len(topic_rowids))
         smarks = ",".join("?" * len(statuses))
         rows = self.conn.execute(
-            f"SELECT {self._columns()}, m.topic_rowid FROM memories m WHERE m.topic_rowid IN ({marks}) "
+            f"SELECT {COLUMNS}, m.topic_rowid FROM memories m WHERE m.topic_rowid IN ({marks}) "
             f"AND m.status IN ({smarks}) ORDER BY m.use_count DESC, m.rowid",
             [*topic_rowids, *statuses]).fetchall()
         for row, item in zip(rows, self._items([r[:-1] for r in rows]), strict=True):
@@ -340,8 +326,6 @@ class DerivedOps:
                           limit: int = 10) -> list[int]:
         """The most used memories of the leaf topic whose keywords the query's words hit
         most (at least two of them, or one that names the topic), best first."""
-        from .clauses import filters_sql
-
         if not terms:
             return []
         where, params = _scope_where(scope, "t")
@@ -363,7 +347,7 @@ class DerivedOps:
             return []
         where, params = _scope_where(scope)
         rows = self.conn.execute(
-            f"SELECT {self._columns()}, w.heat FROM working_memory w JOIN memories m "
+            f"SELECT {COLUMNS}, w.heat FROM working_memory w JOIN memories m "
             f"ON m.rowid = w.memory_rowid WHERE w.org_id = ? AND w.session_id = ? AND {where} "
             f"AND m.status = 'active' ORDER BY w.heat DESC, w.added_at",
             [scope.org_id, scope.session_id, *params]).fetchall()
@@ -472,18 +456,18 @@ class DerivedOps:
         if kind is not None:
             clauses.append("kind = ?")
             params.append(kind)
-        return [_job_info(r) for r in self.conn.execute(
-            f"SELECT {_JOB_COLUMNS} FROM jobs WHERE {' AND '.join(clauses)} "
+        return [job_info(r) for r in self.conn.execute(
+            f"SELECT {JOB_COLUMNS} FROM jobs WHERE {' AND '.join(clauses)} "
             f"ORDER BY rowid DESC LIMIT ?", [*params, limit])]
 
     def job(self, job_id: str, org_id: str | None = None, user_id: str | None = None) -> JobInfo:
         """One job; with ``org_id`` (and ``user_id``), only if it is that org's (user's)."""
-        row = self.conn.execute(f"SELECT {_JOB_COLUMNS} FROM jobs WHERE id = ? AND "
+        row = self.conn.execute(f"SELECT {JOB_COLUMNS} FROM jobs WHERE id = ? AND "
                                 f"(? IS NULL OR org_id = ?) AND (? IS NULL OR user_id = ?)",
                                 (job_id, org_id, org_id, user_id, user_id)).fetchone()
         if row is None:
             raise JobNotFoundError(job_id)
-        return _job_info(row)
+        return job_info(row)
 
     def retry_job(self, job_id: str, org_id: str | None = None) -> JobInfo:
         """Queue a failed or cancelled job again, with fresh attempts."""

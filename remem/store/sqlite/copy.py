@@ -6,8 +6,8 @@ import sqlite3
 from collections.abc import Iterator, Sequence
 from typing import Any
 
-from ..text import segment
-from .rows import LOCAL_META, TRANSFER
+from ...text import segment
+from ..rows import LOCAL_META, TRANSFER
 
 __all__ = ["SQLiteCopy"]
 

@@ -14,7 +14,7 @@ from collections.abc import Callable
 
 import numpy as np
 
-from ..model import Scope
+from ...model import Scope
 
 _SCOPE_FIELDS = ("org_id", "user_id", "agent_id", "project", "session_id")
 

@@ -277,7 +277,7 @@ MIGRATIONS: list[str] = [
     END;
     """,
     # 11: which passages' full-text rows changed, in order, so that each process's
-    # in-memory full-text index takes in only those (store/fulltext.py); the adapter
+    # in-memory full-text index takes in only those (fulltext.py); the adapter
     # adds an entry when it rewrites a row's context
     """
     CREATE TABLE fulltext_log (

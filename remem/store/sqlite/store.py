@@ -23,7 +23,7 @@ from typing import Any
 
 import numpy as np
 
-from ..errors import (
+from ...errors import (
     EmbedderMismatchError,
     NotFoundError,
     SchemaVersionError,
@@ -31,15 +31,11 @@ from ..errors import (
     StoreNotFoundError,
     ValidationError,
 )
-from ..model import HistoryEntry, MemoryItem, Page, Provenance, Scope, Source
-from ..text import estimate_tokens, segment
-from .audit import AuditOps
-from .base import Filters, Job, NewMemory, Transaction
-from .clauses import filters_sql, scope_sql
-from .derived import DerivedOps
-from .fulltext import FulltextIndex
-from .injections import InjectionOps
-from .policy import (
+from ...model import HistoryEntry, MemoryItem, Page, Provenance, Scope, Source
+from ...text import estimate_tokens, segment
+from ..base import Filters, Job, NewMemory, Transaction
+from ..clauses import filters_sql, scope_sql
+from ..policy import (
     COALESCE_PREFIX,
     CONTEXT_CHARS,
     batch_contexts,
@@ -52,13 +48,17 @@ from .policy import (
     purged_words,
     row_provenance,
 )
+from ..rows import COLUMNS as _COLUMNS
+from ..rows import dt as _dt
+from ..rows import row_to_item as _row_to_item
+from .audit import AuditOps
+from .copy import SQLiteCopy
+from .fulltext import FulltextIndex
+from .injections import InjectionOps
+from .ops import DerivedOps
 from .retention import RetentionOps
-from .rows import COLUMNS as _COLUMNS
-from .rows import dt as _dt
-from .rows import row_to_item as _row_to_item
 from .schema import APPLICATION_ID, MIGRATIONS, SCHEMA_VERSION
 from .shares import ShareOps
-from .sqlite_copy import SQLiteCopy
 from .vectors import VectorIndex, graph_dir
 from .vectors_flat import FlatVectorIndex
 
@@ -351,7 +351,7 @@ class SQLiteStore(DerivedOps, InjectionOps, ShareOps, AuditOps, SQLiteCopy, Rete
 
     def _reset_vectors(self, embedder: str, dim: int) -> None:
         """Drop every vector and queue all passages to be embedded again by ``embedder``."""
-        from ..model import new_id
+        from ...model import new_id
 
         with self.write() as conn:
             conn.execute("DELETE FROM vectors")
