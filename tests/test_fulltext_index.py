@@ -15,9 +15,9 @@ import pytest
 from remem.bench.scale import synthetic_texts
 from remem.model import Scope
 from remem.store import Filters, NewMemory
-from remem.store import fulltext as fulltext_module
-from remem.store import sqlite as sqlite_module
 from remem.store.sqlite import SQLiteStore
+from remem.store.sqlite import fulltext as fulltext_module
+from remem.store.sqlite import store as sqlite_module
 
 ALICE = Scope(user_id="alice", session_id="s1")
 ALICE_ALL = Scope(user_id="alice")

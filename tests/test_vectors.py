@@ -20,8 +20,8 @@ import pytest
 from remem import Config, Memory
 from remem.config import AgentConfig
 from remem.model import Scope
-from remem.store import ann
 from remem.store.base import Filters
+from remem.store.sqlite import ann
 
 THRESHOLD = 500
 DIM = 64
