@@ -161,6 +161,12 @@ class LocalPostgres:
     def _init(self, port: int, *, durable: bool) -> None:
         self.folder.mkdir(parents=True, exist_ok=True)
         self._own(self.folder)
+        if self._as and subprocess.run([*self._as, "test", "-w", str(self.folder)],
+                                       check=False).returncode != 0:
+            raise PgServerError(
+                f"as root the server runs as the user nobody (PostgreSQL refuses root), who "
+                f"cannot reach {self.folder}", hint="give a folder under one every user may "
+                "enter, e.g. --dir /var/tmp/remem-pg")
         args = ["-D", str(self.data), "-U", "postgres", "-A", "trust", "-E", "UTF8", "--locale=C"]
         self._run(self._binaries() / "initdb", *args, *([] if durable else ["--no-sync"]))
         with open(self.data / "postgresql.conf", "a", encoding="utf-8") as conf:
