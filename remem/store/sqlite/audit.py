@@ -10,7 +10,8 @@ from ...model import AuditEntry
 from ..base import NewAudit
 from ..clauses import audit_where
 from ..policy import page_before
-from ..rows import AUDIT_COLUMNS, row_to_audit
+from ..rows import row_to_audit
+from . import statements as sql
 
 __all__ = ["AuditOps"]
 
@@ -25,8 +26,7 @@ class AuditOps:
         """Record one entry (in the open transaction, if any)."""
         with self.write(changes=False) as conn:
             conn.execute(
-                "INSERT INTO audit (id, at, door, action, org_id, user_id, actor, key_id, target, "
-                "status) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+                sql.RECORD_AUDIT_INSERT,
                 (entry.id, entry.at, entry.door, entry.action, entry.org_id, entry.user_id,
                  entry.actor, entry.key_id, entry.target, entry.status))
 
@@ -39,7 +39,7 @@ class AuditOps:
             "door": door, "actor": actor, "key_id": key_id, "action": action, "target": target,
             "since": since, "until": until})
         rows = self.conn.execute(
-            f"SELECT {AUDIT_COLUMNS} FROM audit WHERE {where} AND rowid < ? ORDER BY rowid DESC LIMIT ?",
+            sql.AUDIT_SELECT.format(where=where),
             [*params, page_before(cursor), limit + 1]).fetchall()
         more = len(rows) > limit
         rows = rows[:limit]

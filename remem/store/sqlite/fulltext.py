@@ -37,6 +37,7 @@ from collections.abc import Callable, Iterable, Sequence
 import numpy as np
 
 from ...model import Scope
+from . import statements as sql
 
 __all__ = ["FulltextIndex", "Tokenizer"]
 
@@ -46,18 +47,12 @@ _TOKENIZE = "porter unicode61 remove_diacritics 2"  # as passages_fts (schema.py
 # whitespace and ASCII punctuation separate tokens for unicode61 whatever its options
 _PIECE = re.compile(r"[^\s!-/:-@\[-`{-~]+")
 
-LAST_SQL = "SELECT seq FROM sqlite_sequence WHERE name = 'fulltext_log'"
-FIRST_SQL = "SELECT MIN(seq) FROM fulltext_log"
-CHANGED_SQL = "SELECT DISTINCT passage_rowid FROM fulltext_log WHERE seq > ?"
-_ROW_COLUMNS = ("SELECT f.rowid, f.body, f.context, p.memory_rowid, m.org_id, m.user_id, m.agent_id, "
-                "m.project, m.session_id FROM passages p JOIN memories m ON m.rowid = p.memory_rowid "
-                "JOIN passages_fts f ON f.rowid = p.rowid")
-ALL_SQL = f"{_ROW_COLUMNS} ORDER BY p.rowid"
+
 
 
 def rows_sql(count: int) -> str:
-    """The rows of ``count`` given passages, as :data:`ALL_SQL` lays them out."""
-    return f"{_ROW_COLUMNS} WHERE p.rowid IN ({','.join('?' * count)})"
+    """The rows of ``count`` given passages, as :data:`~.statements.FULLTEXT_ALL_ROWS` lays them out."""
+    return f"{sql.FULLTEXT_ROWS} WHERE p.rowid IN ({','.join('?' * count)})"
 
 
 class Tokenizer:
@@ -72,8 +67,8 @@ class Tokenizer:
 
     def __init__(self) -> None:
         self._db = sqlite3.connect(":memory:", check_same_thread=False)
-        self._db.execute(f"CREATE VIRTUAL TABLE t USING fts5 (x, tokenize = '{_TOKENIZE}')")
-        self._db.execute("CREATE VIRTUAL TABLE v USING fts5vocab (t, instance)")
+        self._db.execute(sql.FTS5_TERMS_TABLE.format(tokenize=_TOKENIZE))
+        self._db.execute(sql.FTS5_TERMS_VOCAB)
         self._lock = threading.Lock()
         self._encode_lock = threading.Lock()
         self.term_ids: dict[str, int] = {}
@@ -85,13 +80,13 @@ class Tokenizer:
 
     def _fts5_terms(self, pieces: Sequence[str]) -> list[list[str]]:
         with self._lock:
-            self._db.execute("BEGIN")
-            self._db.executemany("INSERT INTO t (rowid, x) VALUES (?, ?)", enumerate(pieces, 1))
+            self._db.execute(sql.FTS5_TERMS_BEGIN)
+            self._db.executemany(sql.FTS5_TERMS_INSERT, enumerate(pieces, 1))
             found: dict[int, list[tuple[int, str]]] = {}
-            for term, doc, offset in self._db.execute("SELECT term, doc, offset FROM v"):
+            for term, doc, offset in self._db.execute(sql.FTS5_TERMS_SELECT_V):
                 found.setdefault(doc, []).append((offset, term))
-            self._db.execute("DELETE FROM t")
-            self._db.execute("COMMIT")
+            self._db.execute(sql.FTS5_TERMS_DELETE)
+            self._db.execute(sql.COMMIT)
         return [[t for _, t in sorted(found.get(i, ()))] for i in range(1, len(pieces) + 1)]
 
     def _learn(self, pieces: Iterable[str]) -> None:
@@ -225,7 +220,7 @@ class FulltextIndex:
             self._total_length -= self._length[slot]
 
     def _add(self, rows: Sequence[Sequence[object]]) -> None:
-        """Index rows of :data:`ALL_SQL` (none of them indexed now)."""
+        """Index rows of :data:`~.statements.FULLTEXT_ALL_ROWS` (none of them indexed now)."""
         if not rows:
             return
         k, start = len(rows), self._n
@@ -267,7 +262,7 @@ class FulltextIndex:
 
     def _rebuild(self, conn: sqlite3.Connection, last: int) -> None:
         self._reset()
-        cur = conn.execute(ALL_SQL)
+        cur = conn.execute(sql.FULLTEXT_ALL_ROWS)
         while rows := cur.fetchmany(50_000):
             self._add(rows)
         self._last = last
@@ -283,18 +278,18 @@ class FulltextIndex:
         the lock)."""
         own = not conn.in_transaction
         if own:
-            conn.execute("BEGIN")  # one snapshot: the log and the rows it names agree
+            conn.execute(sql.FTS5_TERMS_BEGIN)  # one snapshot: the log and the rows it names agree
         try:
-            row = conn.execute(LAST_SQL).fetchone()
+            row = conn.execute(sql.FULLTEXT_LAST_SEQ).fetchone()
             last = int(row[0]) if row else 0
             if last == self._last and self._n:
                 return
-            (first,) = conn.execute(FIRST_SQL).fetchone()
+            (first,) = conn.execute(sql.FULLTEXT_FIRST_SEQ).fetchone()
             if (last < self._last or first is None or first > self._last + 1
                     or self._n == 0 or self._n - self._alive_count > max(self._alive_count, 1000)):
                 self._rebuild(conn, last)  # trimmed past us, replaced, new, or mostly dead
                 return
-            changed = [r for (r,) in conn.execute(CHANGED_SQL, (self._last,))]
+            changed = [r for (r,) in conn.execute(sql.FULLTEXT_CHANGED, (self._last,))]
             for passage in changed:
                 self._kill(passage)
             for i in range(0, len(changed), 500):
@@ -303,7 +298,7 @@ class FulltextIndex:
             self._last = last
         finally:
             if own:
-                conn.execute("COMMIT")
+                conn.execute(sql.COMMIT)
 
     # --- searching --------------------------------------------------------------------------
 

@@ -19,11 +19,11 @@ from ...model import HeedRate, Injected, Injection, Scope
 from ..base import NewInjection
 from ..clauses import scope_sql
 from ..policy import page_before
+from . import statements as sql
 
 __all__ = ["InjectionOps"]
 
-_COLUMNS = ("i.rowid, i.id, i.at, i.door, i.org_id, i.user_id, i.agent_id, i.project, "
-            "i.session_id, i.query, i.tokens, i.text")
+
 
 
 def _where(scope: Scope, alias: str = "i") -> tuple[str, list[Any]]:
@@ -45,8 +45,7 @@ class InjectionOps:
         s = entry.scope
         with self.write(changes=False) as conn:
             cur = conn.execute(
-                "INSERT INTO injections (id, at, door, org_id, user_id, agent_id, project, "
-                "session_id, query, tokens, text) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+                sql.LOG_INJECTION_INSERT_INJECTIONS,
                 (entry.id, entry.at, entry.door, s.org_id, s.user_id, s.agent_id, s.project,
                  s.session_id, entry.query, entry.tokens, entry.text))
             rowid = cur.lastrowid
@@ -55,20 +54,18 @@ class InjectionOps:
             if ids:
                 marks = ",".join("?" * len(ids))
                 rows = dict(conn.execute(
-                    f"SELECT id, rowid FROM memories WHERE id IN ({marks}) AND org_id = ?",
+                    sql.LOG_INJECTION_SELECT_MEMORIES.format(marks=marks),
                     [*ids, s.org_id]).fetchall())
             conn.executemany(
-                "INSERT OR IGNORE INTO injection_items (injection_rowid, rank, memory_rowid, "
-                "section, channels) VALUES (?, ?, ?, ?, ?)",
+                sql.LOG_INJECTION_INSERT_INJECTION_ITEMS,
                 [(rowid, rank, rows[memory_id], section, json.dumps(list(channels)))
                  for rank, (memory_id, section, channels) in enumerate(entry.items, 1)
                  if memory_id in rows])
             if keep_days is not None:
-                conn.execute("DELETE FROM injections WHERE at < ?", (entry.at - keep_days * 86400,))
+                conn.execute(sql.DROP_INJECTIONS_BEFORE, (entry.at - keep_days * 86400,))
             if keep_rows is not None:
                 conn.execute(
-                    "DELETE FROM injections WHERE rowid <= (SELECT rowid FROM injections "
-                    "ORDER BY rowid DESC LIMIT 1 OFFSET ?)", (keep_rows,))
+                    sql.DROP_INJECTIONS_BEYOND, (keep_rows,))
 
     def _injections(self, rows: Sequence[Sequence[Any]]) -> list[Injection]:
         if not rows:
@@ -76,9 +73,7 @@ class InjectionOps:
         marks = ",".join("?" * len(rows))
         items: dict[int, list[Injected]] = {r[0]: [] for r in rows}
         for injection, rank, memory_id, kind, section, channels, used_at in self.conn.execute(
-            f"SELECT it.injection_rowid, it.rank, m.id, m.kind, it.section, it.channels, "
-            f"it.used_at FROM injection_items it JOIN memories m ON m.rowid = it.memory_rowid "
-            f"WHERE it.injection_rowid IN ({marks}) ORDER BY it.injection_rowid, it.rank",
+            sql.INJECTIONS_SELECT_INJECTION_ITEMS.format(marks=marks),
             [r[0] for r in rows]):
             items[injection].append(Injected(memory_id=memory_id, kind=kind, rank=rank,
                                              section=section, channels=json.loads(channels),
@@ -96,8 +91,7 @@ class InjectionOps:
             where += " AND i.door = ?"
             params.append(door)
         rows = self.conn.execute(
-            f"SELECT {_COLUMNS} FROM injections i WHERE {where} AND i.rowid < ? "
-            f"ORDER BY i.rowid DESC LIMIT ?", [*params, page_before(cursor), limit + 1]).fetchall()
+            sql.INJECTIONS_SELECT.format(where=where), [*params, page_before(cursor), limit + 1]).fetchall()
         more = len(rows) > limit
         rows = rows[:limit]
         return self._injections(rows), str(rows[-1][0]) if more else None
@@ -105,7 +99,7 @@ class InjectionOps:
     def injection(self, injection_id: str, scope: Scope) -> Injection:
         """One injection by id, inside the scope."""
         where, params = _where(scope)
-        rows = self.conn.execute(f"SELECT {_COLUMNS} FROM injections i WHERE i.id = ? AND {where}",
+        rows = self.conn.execute(sql.INJECTION_SELECT_INJECTIONS.format(where=where),
                                  [injection_id, *params]).fetchall()
         if not rows:
             raise NotFoundError(injection_id)
@@ -115,9 +109,7 @@ class InjectionOps:
         """The latest injections inside the scope that gave this memory, newest first."""
         where, params = _where(scope)
         rows = self.conn.execute(
-            f"SELECT {_COLUMNS} FROM injections i WHERE {where} AND i.rowid IN ("
-            f"SELECT it.injection_rowid FROM injection_items it JOIN memories m "
-            f"ON m.rowid = it.memory_rowid WHERE m.id = ?) ORDER BY i.rowid DESC LIMIT ?",
+            sql.INJECTIONS_OF_SELECT.format(where=where),
             [*params, memory_id, limit]).fetchall()
         return self._injections(rows)
 
@@ -131,11 +123,7 @@ class InjectionOps:
         with self.write(changes=False) as conn:
             for memory_id in memory_ids:
                 cur = conn.execute(
-                    f"UPDATE injection_items SET used_at = ? WHERE used_at IS NULL AND "
-                    f"(injection_rowid, memory_rowid) = (SELECT it.injection_rowid, it.memory_rowid "
-                    f"FROM injection_items it JOIN injections i ON i.rowid = it.injection_rowid "
-                    f"JOIN memories m ON m.rowid = it.memory_rowid WHERE m.id = ? AND i.at <= ? "
-                    f"AND {where} ORDER BY it.injection_rowid DESC LIMIT 1)",
+                    sql.MARK_USED_UPDATE_INJECTION_ITEMS.format(where=where),
                     [at, memory_id, at, *params])
                 marked += cur.rowcount
         return marked
@@ -148,7 +136,4 @@ class InjectionOps:
             params.append(since)
         return [HeedRate(door=door, kind=kind, injected=n, used=u) for door, kind, n, u in
                 self.conn.execute(
-                    f"SELECT i.door, m.kind, COUNT(*), COUNT(it.used_at) FROM injections i "
-                    f"JOIN injection_items it ON it.injection_rowid = i.rowid "
-                    f"JOIN memories m ON m.rowid = it.memory_rowid WHERE {where} "
-                    f"GROUP BY i.door, m.kind ORDER BY i.door, m.kind", params)]
+                    sql.HEED_RATES_SELECT_INJECTIONS.format(where=where), params)]

@@ -18,7 +18,8 @@ from ...model import JobInfo, MemoryItem, Scope
 from ..base import Job
 from ..clauses import filters_sql, scope_sql
 from ..policy import HEAT_DECAY, REVIEW_NOTE, best_topic, least_trusted, row_provenance
-from ..rows import COLUMNS, JOB_COLUMNS, KEY_COLUMNS, TopicRow, job_info
+from ..rows import TopicRow, job_info
+from . import statements as sql
 
 __all__ = ["DerivedOps"]
 
@@ -45,7 +46,7 @@ class DerivedOps:
             return []
         marks = ",".join("?" * len(ids))
         rows = self.conn.execute(
-            f"SELECT {COLUMNS} FROM memories m WHERE m.id IN ({marks}) ORDER BY m.rowid",
+            sql.ITEMS_BY_ID_SELECT_MEMORIES.format(marks=marks),
             list(ids)).fetchall()
         return list(self._items(rows))
 
@@ -54,7 +55,7 @@ class DerivedOps:
             return {}
         marks = ",".join("?" * len(ids))
         return dict(self.conn.execute(
-            f"SELECT id, rowid FROM memories WHERE id IN ({marks})", list(ids)).fetchall())
+            sql.ROWIDS_SELECT_MEMORIES.format(marks=marks), list(ids)).fetchall())
 
     def recent_turns(self, scope: Scope, limit: int, *, before: str | None = None) -> list[MemoryItem]:
         """The last ``limit`` active episodes of the scope (its session, when it names
@@ -66,8 +67,7 @@ class DerivedOps:
             where += " AND m.rowid < (SELECT rowid FROM memories WHERE id = ?)"
             params.append(before)
         rows = self.conn.execute(
-            f"SELECT {COLUMNS} FROM memories m WHERE {where} AND m.raw = 1 "
-            f"AND m.status = 'active' ORDER BY m.rowid DESC LIMIT ?", [*params, limit]).fetchall()
+            sql.RECENT_TURNS_SELECT_MEMORIES.format(where=where), [*params, limit]).fetchall()
         return list(reversed(self._items(rows)))
 
     def same_episode(self, scope: Scope, role: str | None, text: str,
@@ -76,9 +76,7 @@ class DerivedOps:
         if scope.session_id is None or event_time is None:
             return None
         row = self.conn.execute(
-            "SELECT id FROM memories WHERE org_id = ? AND session_id = ? AND user_id IS ? "
-            "AND agent_id IS ? AND project IS ? AND raw = 1 AND role IS ? AND event_time = ? "
-            "AND text = ? LIMIT 1",
+            sql.SAME_EPISODE_SELECT_MEMORIES,
             (scope.org_id, scope.session_id, scope.user_id, scope.agent_id, scope.project, role,
              event_time, text)).fetchone()
         return None if row is None else str(row[0])
@@ -98,8 +96,7 @@ class DerivedOps:
             clauses.append(f"m.kind IN ({','.join('?' * len(kinds))})")
             params += list(kinds)
         rows = self.conn.execute(
-            f"SELECT {COLUMNS} FROM memories m WHERE {' AND '.join(clauses)} "
-            f"ORDER BY m.rowid DESC LIMIT ?", [*params, limit]).fetchall()
+            sql.DERIVED_SELECT_MEMORIES.format(clauses=' AND '.join(clauses)), [*params, limit]).fetchall()
         return list(self._items(rows))
 
     def with_entities(self, scope: Scope, names: Sequence[str], limit: int = 50) -> list[MemoryItem]:
@@ -109,9 +106,7 @@ class DerivedOps:
         where, params = _scope_where(scope)
         marks = ",".join("?" * len(names))
         rows = self.conn.execute(
-            f"SELECT DISTINCT {COLUMNS} FROM entities e JOIN memories m "
-            f"ON m.rowid = e.memory_rowid WHERE e.name IN ({marks}) AND {where} "
-            f"AND m.status = 'active' ORDER BY m.rowid DESC LIMIT ?",
+            sql.WITH_ENTITIES_SELECT.format(marks=marks, where=where),
             [*[n.lower() for n in names], *params, limit]).fetchall()
         return list(self._items(rows))
 
@@ -123,50 +118,44 @@ class DerivedOps:
         provenance becomes the least trusted of its own and the new sources'."""
         now = time.time()
         with self.write() as conn:
-            row = conn.execute("SELECT rowid, version, text, status, door, source, trust, org_id "
-                               "FROM memories WHERE id = ?", (memory_id,)).fetchone()
+            row = conn.execute(sql.MERGE_INTO_SELECT_MEMORIES, (memory_id,)).fetchone()
             if row is None:
                 raise NotFoundError(memory_id)
             conn.executemany(
-                "INSERT OR IGNORE INTO memory_sources SELECT ?, rowid FROM memories WHERE id = ?",
+                sql.MERGE_INTO_INSERT_MEMORY_SOURCES,
                 [(row[0], e) for e in episode_ids])
             prov = least_trusted([row_provenance(row[4:7]),
                                   *(self._provenances(row[7], episode_ids) if episode_ids else [])])
             assert prov is not None
-            conn.execute("UPDATE memories SET metadata = ?, maturity = ?, updated_at = ?, "
-                         "door = ?, source = ?, trust = ? WHERE rowid = ?",
+            conn.execute(sql.MERGE_INTO_UPDATE_MEMORIES,
                          (json.dumps(metadata, ensure_ascii=False), maturity, now, prov.door,
                           prov.source, prov.trust, row[0]))
             conn.execute(
-                "INSERT INTO versions (memory_rowid, version, action, text, status, reason, at) "
-                "VALUES (?, ?, 'merged', ?, ?, ?, ?)", (row[0], row[1], row[2], row[3], reason, now))
+                sql.MERGE_INTO_INSERT_VERSIONS, (row[0], row[1], row[2], row[3], reason, now))
 
     def supersede(self, old_id: str, new_id: str, *, at: float, reason: str) -> list[str]:
         """Mark ``old_id`` superseded by ``new_id`` (valid until ``at``), link them, and flag
         for review the memories derived from the old one; returns the flagged ids."""
         now = time.time()
         with self.write() as conn:
-            old = conn.execute("SELECT rowid, version, text FROM memories WHERE id = ?",
+            old = conn.execute(sql.SUPERSEDE_SELECT_MEMORIES,
                                (old_id,)).fetchone()
-            new = conn.execute("SELECT rowid FROM memories WHERE id = ?", (new_id,)).fetchone()
+            new = conn.execute(sql.ROWID_BY_ID, (new_id,)).fetchone()
             if old is None or new is None:
                 raise NotFoundError(old_id if old is None else new_id)
             conn.execute(
-                "UPDATE memories SET status = 'superseded', valid_to = ?, version = version + 1, "
-                "updated_at = ? WHERE rowid = ?", (at, now, old[0]))
+                sql.SUPERSEDE_UPDATE_MEMORIES, (at, now, old[0]))
             conn.execute(
-                "INSERT INTO versions (memory_rowid, version, action, text, status, reason, at) "
-                "VALUES (?, ?, 'superseded', ?, 'superseded', ?, ?)",
+                sql.SUPERSEDE_INSERT_VERSIONS,
                 (old[0], old[1] + 1, old[2], f"{reason} (by {new_id})", now))
-            conn.execute("INSERT OR IGNORE INTO edges VALUES (?, ?, 'supersedes', 1.0, ?)",
+            conn.execute(sql.SUPERSEDE_INSERT_EDGES,
                          (new[0], old[0], now))
             flagged = conn.execute(
-                "SELECT m.rowid, m.id, m.metadata FROM edges e JOIN memories m ON m.rowid = e.src "
-                "WHERE e.dst = ? AND e.type = 'derived_from' AND m.status = 'active'",
+                sql.SUPERSEDE_SELECT_EDGES,
                 (old[0],)).fetchall()
             for rowid, _, meta in flagged:
                 data = {**json.loads(meta), "review": REVIEW_NOTE.format(old_id=old_id)}
-                conn.execute("UPDATE memories SET metadata = ? WHERE rowid = ?",
+                conn.execute(sql.SET_METADATA,
                              (json.dumps(data, ensure_ascii=False), rowid))
         return [i for _, i, _ in flagged]
 
@@ -180,8 +169,7 @@ class DerivedOps:
         rows = [(ids[s], ids[d], t, w, now) for s, d, t, w in edges if s in ids and d in ids and s != d]
         conflict = "DO UPDATE SET weight = weight + excluded.weight" if add else "DO NOTHING"
         with self.write() as conn:
-            conn.executemany(f"INSERT INTO edges VALUES (?, ?, ?, ?, ?) "
-                             f"ON CONFLICT (src, dst, type) {conflict}", rows)
+            conn.executemany(sql.LINK_INSERT_EDGES.format(conflict=conflict), rows)
 
     def edges_of(self, rowids: Sequence[int]) -> list[tuple[int, int, str, float]]:
         """Edges touching these memories, both directions: ``(rowid, other, type, weight)``."""
@@ -189,29 +177,25 @@ class DerivedOps:
             return []
         marks = ",".join("?" * len(rowids))
         return [tuple(r) for r in self.conn.execute(  # type: ignore[misc]
-            f"SELECT src, dst, type, weight FROM edges WHERE src IN ({marks}) "
-            f"UNION ALL SELECT dst, src, type, weight FROM edges WHERE dst IN ({marks})",
+            sql.EDGES_OF_SELECT.format(marks=marks, marks2=marks),
             [*rowids, *rowids])]
 
     def edge_list(self, rowid: int, limit: int = 200) -> list[tuple[int, str, str, float]]:
         """The edges of one memory with their direction: ``(other, type, "out"|"in", weight)``,
         heaviest first."""
         return [tuple(r) for r in self.conn.execute(  # type: ignore[misc]
-            "SELECT dst, type, 'out', weight FROM edges WHERE src = ? "
-            "UNION ALL SELECT src, type, 'in', weight FROM edges WHERE dst = ? "
-            "ORDER BY 4 DESC LIMIT ?", (rowid, rowid, limit))]
+            sql.EDGE_LIST_SELECT_EDGES, (rowid, rowid, limit))]
 
     def put_memory_vectors(self, memory_id: str, vectors: Sequence[Any]) -> None:
         """Store the vectors of a memory's passages, in passage order."""
         rows = [r for (r,) in self.conn.execute(
-            "SELECT p.rowid FROM passages p JOIN memories m ON m.rowid = p.memory_rowid "
-            "WHERE m.id = ? ORDER BY p.seq", (memory_id,))]
+            sql.PUT_MEMORY_VECTORS_SELECT_PASSAGES, (memory_id,))]
         self.put_vectors(list(zip(rows, vectors, strict=True)), [])
 
     def set_entities(self, memory_id: str, names: Sequence[str]) -> None:
         with self.write() as conn:
             conn.executemany(
-                "INSERT OR IGNORE INTO entities SELECT ?, rowid FROM memories WHERE id = ?",
+                sql.SET_ENTITIES_INSERT,
                 [(n.lower(), memory_id) for n in dict.fromkeys(names) if n.strip()])
 
     def entity_neighbors(self, rowids: Sequence[int], limit: int = 50) -> list[tuple[int, int]]:
@@ -220,9 +204,7 @@ class DerivedOps:
             return []
         marks = ",".join("?" * len(rowids))
         return [tuple(r) for r in self.conn.execute(  # type: ignore[misc]
-            f"SELECT o.memory_rowid, s.memory_rowid FROM entities s JOIN entities o "
-            f"ON o.name = s.name AND o.memory_rowid != s.memory_rowid "
-            f"WHERE s.memory_rowid IN ({marks}) LIMIT ?", [*rowids, limit])]
+            sql.ENTITY_NEIGHBORS_SELECT_ENTITIES.format(marks=marks), [*rowids, limit])]
 
     def touch(self, memory_ids: Sequence[str], *, at: float | None = None) -> None:
         """Count a use of each memory (it was recalled into a context, or found helpful)."""
@@ -230,15 +212,14 @@ class DerivedOps:
             return
         now = at or time.time()
         with self.write() as conn:
-            conn.executemany("UPDATE memories SET use_count = use_count + 1, used_at = ? "
-                             "WHERE id = ?", [(now, i) for i in memory_ids])
+            conn.executemany(sql.TOUCH_UPDATE_MEMORIES, [(now, i) for i in memory_ids])
 
     def use_stats(self, memory_ids: Sequence[str]) -> dict[str, tuple[int, float | None]]:
         if not memory_ids:
             return {}
         marks = ",".join("?" * len(memory_ids))
         return {i: (n, u) for i, n, u in self.conn.execute(
-            f"SELECT id, use_count, used_at FROM memories WHERE id IN ({marks})",
+            sql.USE_STATS_SELECT_MEMORIES.format(marks=marks),
             list(memory_ids))}
 
     def set_fields(self, memory_id: str, scope: Scope | None, *, action: str, reason: str | None,
@@ -249,23 +230,17 @@ class DerivedOps:
         with self.write() as conn:
             where, params = scope_sql(scope or Scope(), "m") if scope is not None else ("1", [])
             row = conn.execute(
-                f"SELECT m.rowid, m.version, m.text, m.status FROM memories m "
-                f"WHERE m.id = ? AND {where}", [memory_id, *params]).fetchone()
+                sql.SET_FIELDS_SELECT_MEMORIES.format(where=where), [memory_id, *params]).fetchone()
             if row is None:
                 raise NotFoundError(memory_id)
             new_status = status or row[3]
             conn.execute(
-                "UPDATE memories SET status = ?, maturity = COALESCE(?, maturity), "
-                "metadata = COALESCE(?, metadata), pinned = COALESCE(?, pinned), "
-                "version = version + 1, updated_at = ?, "
-                "valid_to = CASE WHEN ? IN ('superseded', 'forgotten') THEN ? ELSE valid_to END "
-                "WHERE rowid = ?",
+                sql.SET_FIELDS_UPDATE_MEMORIES,
                 (new_status, maturity,
                  None if metadata is None else json.dumps(metadata, ensure_ascii=False),
                  None if pinned is None else int(pinned), now, new_status, now, row[0]))
             conn.execute(
-                "INSERT INTO versions (memory_rowid, version, action, text, status, reason, at) "
-                "VALUES (?, ?, ?, ?, ?, ?, ?)",
+                sql.SET_STATUS_INSERT_VERSIONS,
                 (row[0], row[1] + 1, action, row[2], new_status, reason, now))
 
     # --- the mind map -------------------------------------------------------------------
@@ -280,8 +255,7 @@ class DerivedOps:
         else:
             where, params = _scope_where(scope, "t")
         return [TopicRow(r, p, lab, json.loads(kw), size) for r, p, lab, kw, size in self.conn.execute(
-            f"SELECT t.rowid, t.parent, t.label, t.keywords, t.size FROM topics t "
-            f"WHERE {where} ORDER BY t.rowid", params)]
+            sql.TOPICS_SELECT.format(where=where), params)]
 
     def save_topic(self, scope: Scope, topic: TopicRow | None, *, parent: int | None, label: str,
                    keywords: dict[str, int], size: int) -> int:
@@ -291,20 +265,18 @@ class DerivedOps:
         with self.write() as conn:
             if topic is None:
                 cur = conn.execute(
-                    "INSERT INTO topics (parent, org_id, user_id, agent_id, project, label, keywords, "
-                    "size, created_at, updated_at) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+                    sql.SAVE_TOPIC_INSERT_TOPICS,
                     (parent, scope.org_id, scope.user_id, scope.agent_id, scope.project, label, kw,
                      size, now, now))
                 assert cur.lastrowid is not None
                 return cur.lastrowid
-            conn.execute("UPDATE topics SET parent = ?, label = ?, keywords = ?, size = ?, "
-                         "updated_at = ? WHERE rowid = ?",
+            conn.execute(sql.SAVE_TOPIC_UPDATE_TOPICS,
                          (parent, label, kw, size, now, topic.rowid))
             return topic.rowid
 
     def place(self, memory_ids: Sequence[str], topic_rowid: int) -> None:
         with self.write() as conn:
-            conn.executemany("UPDATE memories SET topic_rowid = ? WHERE id = ?",
+            conn.executemany(sql.PLACE_UPDATE_MEMORIES,
                              [(topic_rowid, i) for i in memory_ids])
 
     def topic_members(self, topic_rowids: Sequence[int], *, statuses: Sequence[str] = ("active",)
@@ -315,8 +287,7 @@ class DerivedOps:
         marks = ",".join("?" * len(topic_rowids))
         smarks = ",".join("?" * len(statuses))
         rows = self.conn.execute(
-            f"SELECT {COLUMNS}, m.topic_rowid FROM memories m WHERE m.topic_rowid IN ({marks}) "
-            f"AND m.status IN ({smarks}) ORDER BY m.use_count DESC, m.rowid",
+            sql.TOPIC_MEMBERS_SELECT_MEMORIES.format(marks=marks, smarks=smarks),
             [*topic_rowids, *statuses]).fetchall()
         for row, item in zip(rows, self._items([r[:-1] for r in rows]), strict=True):
             out[row[-1]].append(item)
@@ -330,14 +301,12 @@ class DerivedOps:
             return []
         where, params = _scope_where(scope, "t")
         best = best_topic(self.conn.execute(
-            f"SELECT t.rowid, t.label, t.keywords FROM topics t WHERE {where} AND NOT EXISTS "
-            f"(SELECT 1 FROM topics c WHERE c.parent = t.rowid)", params), terms)
+            sql.TOPIC_MEMBERS_FOR_SELECT_TOPICS.format(where=where), params), terms)
         if best is None:
             return []
         fwhere, fparams = filters_sql(filters)
         return [r for (r,) in self.conn.execute(
-            f"SELECT m.rowid FROM memories m WHERE m.topic_rowid = ? AND {fwhere} "
-            f"ORDER BY m.use_count DESC, m.rowid DESC LIMIT ?", [best, *fparams, limit])]
+            sql.TOPIC_MEMBERS_FOR_SELECT_MEMORIES.format(fwhere=fwhere), [best, *fparams, limit])]
 
     # --- working memory -----------------------------------------------------------------
 
@@ -347,9 +316,7 @@ class DerivedOps:
             return []
         where, params = _scope_where(scope)
         rows = self.conn.execute(
-            f"SELECT {COLUMNS}, w.heat FROM working_memory w JOIN memories m "
-            f"ON m.rowid = w.memory_rowid WHERE w.org_id = ? AND w.session_id = ? AND {where} "
-            f"AND m.status = 'active' ORDER BY w.heat DESC, w.added_at",
+            sql.WORKING_SET_SELECT_WORKING_MEMORY.format(where=where),
             [scope.org_id, scope.session_id, *params]).fetchall()
         return list(zip(self._items([r[:-1] for r in rows]), [r[-1] for r in rows], strict=True))
 
@@ -360,21 +327,15 @@ class DerivedOps:
         now = time.time()
         ids = self.rowids(list(heats))
         with self.write() as conn:
-            conn.execute("UPDATE working_memory SET heat = heat * ? WHERE org_id = ? "
-                         "AND session_id = ?", (HEAT_DECAY, scope.org_id, scope.session_id))
+            conn.execute(sql.WARM_UPDATE_WORKING_MEMORY, (HEAT_DECAY, scope.org_id, scope.session_id))
             conn.executemany(
-                "INSERT INTO working_memory VALUES (?, ?, ?, ?, ?, ?, ?) "
-                "ON CONFLICT (org_id, session_id, memory_rowid) DO UPDATE SET "
-                "heat = heat + excluded.heat, reason = excluded.reason",
+                sql.WARM_INSERT_WORKING_MEMORY,
                 [(scope.org_id, scope.user_id, scope.session_id, ids[i], h, why, now)
                  for i, (h, why) in heats.items() if i in ids])
             cold = conn.execute(
-                "SELECT w.memory_rowid, m.id FROM working_memory w JOIN memories m "
-                "ON m.rowid = w.memory_rowid WHERE w.org_id = ? AND w.session_id = ? "
-                "ORDER BY w.heat DESC, w.added_at DESC LIMIT -1 OFFSET ?",
+                sql.WARM_SELECT_WORKING_MEMORY,
                 (scope.org_id, scope.session_id, size)).fetchall()
-            conn.executemany("DELETE FROM working_memory WHERE org_id = ? AND session_id = ? "
-                             "AND memory_rowid = ?",
+            conn.executemany(sql.WARM_DELETE_WORKING_MEMORY,
                              [(scope.org_id, scope.session_id, r) for r, _ in cold])
         return [i for _, i in cold]
 
@@ -389,9 +350,7 @@ class DerivedOps:
         now = time.time()
         with self.write() as c:
             return c.execute(
-                "INSERT OR IGNORE INTO jobs (id, kind, payload, priority, max_attempts, run_after, "
-                "idempotency_key, created_at, updated_at, org_id, user_id) "
-                "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+                sql.ENQUEUE_INSERT_JOBS,
                 (job_id, kind, json.dumps(payload, ensure_ascii=False), priority, max_attempts,
                  now + delay_s, key, now, now, org_id, user_id)).rowcount == 1
 
@@ -399,19 +358,16 @@ class DerivedOps:
         """True while a job of one of these kinds is queued and due, or running."""
         marks = ",".join("?" * len(kinds))
         return self.conn.execute(
-            f"SELECT 1 FROM jobs WHERE kind IN ({marks}) AND ((state = 'queued' AND run_after <= ?) "
-            f"OR state = 'running') LIMIT 1", [*kinds, time.time()]).fetchone() is not None
+            sql.HAS_PENDING_SELECT_JOBS.format(marks=marks), [*kinds, time.time()]).fetchone() is not None
 
     def has_job_key(self, key: str) -> bool:
-        return self.conn.execute("SELECT 1 FROM jobs WHERE idempotency_key = ?",
+        return self.conn.execute(sql.HAS_JOB_KEY_SELECT_JOBS,
                                  (key,)).fetchone() is not None
 
     def quiet_sessions(self, before: float, limit: int = 100) -> list[tuple[Scope, float]]:
         """Sessions whose last turn came before ``before`` (and within a day of it)."""
         rows = self.conn.execute(
-            "SELECT org_id, user_id, agent_id, project, session_id, MAX(observed_at) AS last "
-            "FROM memories WHERE raw = 1 AND session_id IS NOT NULL AND observed_at > ? "
-            "GROUP BY org_id, user_id, agent_id, project, session_id HAVING last < ? LIMIT ?",
+            sql.QUIET_SESSIONS_SELECT_MEMORIES,
             (before - 86400, before, limit)).fetchall()
         return [(Scope(org_id=o, user_id=u, agent_id=a, project=p, session_id=s), last)
                 for o, u, a, p, s, last in rows]
@@ -419,8 +375,7 @@ class DerivedOps:
     def session_seen(self, scope: Scope, before_rowid_of: str) -> bool:
         """True when the session already had an episode before this one."""
         return self.conn.execute(
-            "SELECT 1 FROM memories WHERE org_id = ? AND session_id = ? AND raw = 1 AND rowid < "
-            "(SELECT rowid FROM memories WHERE id = ?) LIMIT 1",
+            sql.SESSION_SEEN_SELECT_MEMORIES,
             (scope.org_id, scope.session_id, before_rowid_of)).fetchone() is not None
 
     def finish_job(self, job: Job, result: dict[str, Any] | None = None) -> None:
@@ -430,9 +385,7 @@ class DerivedOps:
         now = time.time()
         with self.write() as conn:
             cur = conn.execute(
-                "UPDATE jobs SET state = 'done', lease_until = NULL, updated_at = ?, "
-                "payload = CASE WHEN ? IS NULL THEN payload ELSE json_set(payload, '$.result', json(?)) END "
-                "WHERE rowid = ? AND state = 'running' AND attempts = ?",
+                sql.FINISH_JOB_UPDATE_JOBS,
                 (now, None if result is None else 1, json.dumps(result or {}), job.rowid, job.attempts))
             if cur.rowcount != 1:
                 raise LeaseLostError(f"job {job.id} was taken over by another worker; "
@@ -457,13 +410,11 @@ class DerivedOps:
             clauses.append("kind = ?")
             params.append(kind)
         return [job_info(r) for r in self.conn.execute(
-            f"SELECT {JOB_COLUMNS} FROM jobs WHERE {' AND '.join(clauses)} "
-            f"ORDER BY rowid DESC LIMIT ?", [*params, limit])]
+            sql.JOBS_SELECT.format(clauses=' AND '.join(clauses)), [*params, limit])]
 
     def job(self, job_id: str, org_id: str | None = None, user_id: str | None = None) -> JobInfo:
         """One job; with ``org_id`` (and ``user_id``), only if it is that org's (user's)."""
-        row = self.conn.execute(f"SELECT {JOB_COLUMNS} FROM jobs WHERE id = ? AND "
-                                f"(? IS NULL OR org_id = ?) AND (? IS NULL OR user_id = ?)",
+        row = self.conn.execute(sql.JOB_SELECT_JOBS,
                                 (job_id, org_id, org_id, user_id, user_id)).fetchone()
         if row is None:
             raise JobNotFoundError(job_id)
@@ -474,8 +425,7 @@ class DerivedOps:
         self.job(job_id, org_id)
         with self.write() as conn:
             cur = conn.execute(
-                "UPDATE jobs SET state = 'queued', attempts = 0, run_after = ?, last_error = NULL, "
-                "updated_at = ? WHERE id = ? AND state IN ('failed', 'cancelled')",
+                sql.RETRY_JOB_UPDATE_JOBS,
                 (time.time(), time.time(), job_id))
         if cur.rowcount == 0:
             state = self.job(job_id).state
@@ -487,8 +437,7 @@ class DerivedOps:
         """Cancel a queued job (a running one finishes its step first)."""
         self.job(job_id, org_id)
         with self.write() as conn:
-            cur = conn.execute("UPDATE jobs SET state = 'cancelled', updated_at = ? "
-                               "WHERE id = ? AND state IN ('queued', 'failed')",
+            cur = conn.execute(sql.CANCEL_JOB_UPDATE_JOBS,
                                (time.time(), job_id))
         if cur.rowcount == 0:
             state = self.job(job_id).state
@@ -499,14 +448,13 @@ class DerivedOps:
     def prune_jobs(self, older_than_s: float) -> int:
         """Delete jobs done more than ``older_than_s`` ago; returns how many."""
         with self.write() as conn:
-            return conn.execute("DELETE FROM jobs WHERE state = 'done' AND updated_at < ?",
+            return conn.execute(sql.PRUNE_JOBS_DELETE,
                                 (time.time() - older_than_s,)).rowcount
 
     def all_scopes(self, org_id: str | None = None) -> Iterator[Scope]:
         """Every (org, user, agent, project) that has derived memories (in one org)."""
         for org, user, agent, project in self.conn.execute(
-                "SELECT DISTINCT org_id, user_id, agent_id, project FROM memories WHERE raw = 0 "
-                "AND (? IS NULL OR org_id = ?)", (org_id, org_id)):
+                sql.ALL_SCOPES_SELECT_MEMORIES, (org_id, org_id)):
             yield Scope(org_id=org, user_id=user, agent_id=agent, project=project)
 
     # --- API keys -------------------------------------------------------------------------
@@ -514,7 +462,7 @@ class DerivedOps:
     def add_key(self, row: Sequence[Any]) -> None:
         """Store a new API key (a row of ``KEY_COLUMNS``; only its hash, never the key)."""
         with self.write() as conn:
-            conn.execute(f"INSERT INTO api_keys ({KEY_COLUMNS}) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)",
+            conn.execute(sql.ADD_KEY_INSERT_API_KEYS,
                          tuple(row))
 
     def key_rows(self, *, key_id: str | None = None, digest: str | None = None) -> list[tuple[Any, ...]]:
@@ -525,22 +473,21 @@ class DerivedOps:
                 clauses.append(f"{column} = ?")
                 params.append(value)
         return [tuple(r) for r in self.conn.execute(
-            f"SELECT {KEY_COLUMNS} FROM api_keys WHERE {' AND '.join(clauses)} "
-            f"ORDER BY created_at, id", params)]
+            sql.KEY_ROWS_SELECT_API_KEYS.format(clauses=' AND '.join(clauses)), params)]
 
     def revoke_key(self, key_id: str, at: float) -> bool:
         """Revoke a key (a revoked one stays as it is); False when no key has this id."""
         with self.write() as conn:
-            conn.execute("UPDATE api_keys SET revoked_at = ? WHERE id = ? AND revoked_at IS NULL",
+            conn.execute(sql.REVOKE_KEY_UPDATE_API_KEYS,
                          (at, key_id))
-            return conn.execute("SELECT 1 FROM api_keys WHERE id = ?", (key_id,)).fetchone() is not None
+            return conn.execute(sql.REVOKE_KEY_SELECT_API_KEYS, (key_id,)).fetchone() is not None
 
     def key_counts(self) -> tuple[int, int]:
         """How many keys were ever created, and how many are not revoked."""
-        row = self.conn.execute("SELECT COUNT(*), COUNT(revoked_at IS NULL OR NULL) FROM api_keys").fetchone()
+        row = self.conn.execute(sql.KEY_COUNTS_SELECT_API_KEYS).fetchone()
         return int(row[0]), int(row[1])
 
     def touch_key(self, key_id: str, at: float) -> None:
         """Record when a key was last used."""
         with self.write() as conn:
-            conn.execute("UPDATE api_keys SET last_used_at = ? WHERE id = ?", (at, key_id))
+            conn.execute(sql.TOUCH_KEY_UPDATE_API_KEYS, (at, key_id))

@@ -7,12 +7,12 @@ from typing import Any
 
 from ...model import Share
 from ..clauses import share_filters
-from ..rows import SHARE_COLUMNS, row_to_share
+from ..rows import row_to_share
+from . import statements as sql
 
 __all__ = ["ShareOps"]
 
-_SAME = ("org_id = ? AND COALESCE(user_id, '') = COALESCE(?, '') AND "
-         "COALESCE(project, '') = COALESCE(?, '') AND grantee_kind = ? AND grantee = ?")
+
 
 
 class ShareOps:
@@ -24,21 +24,20 @@ class ShareOps:
     def put_share(self, share: Share) -> Share:
         key = (share.org_id, share.user_id, share.project, share.grantee_kind, share.grantee)
         with self.write(changes=False) as conn:
-            conn.execute(f"UPDATE shares SET access = ? WHERE {_SAME}", (share.access, *key))
-            conn.execute(f"INSERT INTO shares ({SHARE_COLUMNS}) SELECT ?, ?, ?, ?, ?, ?, ?, ?, ? "
-                         f"WHERE NOT EXISTS (SELECT 1 FROM shares WHERE {_SAME})",
+            conn.execute(sql.PUT_SHARE_UPDATE_SHARES, (share.access, *key))
+            conn.execute(sql.PUT_SHARE_INSERT_SHARES,
                          (share.id, *key, share.access, share.created_at.timestamp(),
                           share.created_by, *key))
-            row = conn.execute(f"SELECT {SHARE_COLUMNS} FROM shares WHERE {_SAME}", key).fetchone()
+            row = conn.execute(sql.PUT_SHARE_SELECT_SHARES, key).fetchone()
         return row_to_share(row)
 
     def drop_share(self, share_id: str, org_id: str) -> Share | None:
         with self.write(changes=False) as conn:
-            row = conn.execute(f"SELECT {SHARE_COLUMNS} FROM shares WHERE id = ? AND org_id = ?",
+            row = conn.execute(sql.DROP_SHARE_SELECT_SHARES,
                                (share_id, org_id)).fetchone()
             if row is None:
                 return None
-            conn.execute("DELETE FROM shares WHERE id = ? AND org_id = ?", (share_id, org_id))
+            conn.execute(sql.DROP_SHARE_DELETE_SHARES, (share_id, org_id))
         return row_to_share(row)
 
     def shares(self, org_id: str, *, user_id: str | None = None, project: str | None = None,
@@ -47,4 +46,4 @@ class ShareOps:
         where, params = share_filters(org_id, "?", user_id=user_id, project=project,
                                       grantee_kind=grantee_kind, grantee=grantee, share_id=share_id)
         return [row_to_share(r) for r in self.conn.execute(
-            f"SELECT {SHARE_COLUMNS} FROM shares WHERE {where} ORDER BY created_at, id", params)]
+            sql.SHARES_SELECT.format(where=where), params)]

@@ -36,7 +36,6 @@ from ...text import estimate_tokens, segment
 from ..base import Filters, Job, NewMemory, Transaction
 from ..clauses import filters_sql, scope_sql
 from ..policy import (
-    COALESCE_PREFIX,
     CONTEXT_CHARS,
     batch_contexts,
     counted_sql,
@@ -48,9 +47,9 @@ from ..policy import (
     purged_words,
     row_provenance,
 )
-from ..rows import COLUMNS as _COLUMNS
 from ..rows import dt as _dt
 from ..rows import row_to_item as _row_to_item
+from . import statements as sql
 from .audit import AuditOps
 from .copy import SQLiteCopy
 from .fulltext import FulltextIndex
@@ -90,8 +89,7 @@ class _Handle:
     __del__ = close
 
 
-_BUMP = ("INSERT INTO meta (key, value) VALUES ('changes', '1') ON CONFLICT (key) "
-         "DO UPDATE SET value = CAST(value AS INTEGER) + 1")
+
 
 
 def _fts_match(terms: Sequence[str]) -> str:
@@ -180,7 +178,7 @@ class SQLiteStore(DerivedOps, InjectionOps, ShareOps, AuditOps, SQLiteCopy, Rete
         try:
             conn = sqlite3.connect(f"file:{Path(path).resolve()}?mode=ro", uri=True)
             try:
-                rows = dict(conn.execute("SELECT key, value FROM meta WHERE key IN ('embedder', 'dim')"))
+                rows = dict(conn.execute(sql.STORED_EMBEDDER_SELECT_META))
             finally:
                 conn.close()
         except sqlite3.Error:
@@ -193,11 +191,11 @@ class SQLiteStore(DerivedOps, InjectionOps, ShareOps, AuditOps, SQLiteCopy, Rete
         try:
             conn = sqlite3.connect(self._target, timeout=self.busy_timeout_s, uri=self._uri,
                                    isolation_level=None, check_same_thread=False)
-            conn.execute("PRAGMA foreign_keys = ON")
-            conn.execute("PRAGMA synchronous = NORMAL")
+            conn.execute(sql.PRAGMA_FOREIGN_KEYS_SET)
+            conn.execute(sql.PRAGMA_SYNCHRONOUS_SET)
             # a purged memory's bytes are overwritten, not left in free pages
-            conn.execute("PRAGMA secure_delete = ON")
-            conn.execute(f"PRAGMA busy_timeout = {int(self.busy_timeout_s * 1000)}")
+            conn.execute(sql.PRAGMA_SECURE_DELETE_SET)
+            conn.execute(sql.PRAGMA_BUSY_TIMEOUT_SET.format(ms=int(self.busy_timeout_s * 1000)))
         except sqlite3.DatabaseError as exc:
             raise SchemaVersionError(
                 f"{self.path} is not a remem store (SQLite says: {exc}); "
@@ -218,7 +216,7 @@ class SQLiteStore(DerivedOps, InjectionOps, ShareOps, AuditOps, SQLiteCopy, Rete
 
     def change_token(self) -> int:
         """A number that grows with every committed write, by any process or thread."""
-        row = self.conn.execute("SELECT value FROM meta WHERE key = 'changes'").fetchone()
+        row = self.conn.execute(sql.CHANGE_TOKEN_SELECT_META).fetchone()
         return int(row[0]) if row else 0
 
     @contextmanager
@@ -239,7 +237,7 @@ class SQLiteStore(DerivedOps, InjectionOps, ShareOps, AuditOps, SQLiteCopy, Rete
         delay = 0.01
         while True:
             try:
-                conn.execute("BEGIN IMMEDIATE")
+                conn.execute(sql.BEGIN)
                 break
             except sqlite3.OperationalError as exc:
                 if "locked" not in str(exc) and "busy" not in str(exc):
@@ -256,8 +254,8 @@ class SQLiteStore(DerivedOps, InjectionOps, ShareOps, AuditOps, SQLiteCopy, Rete
         try:
             yield conn
             if changes and conn.total_changes != self._local.seen:
-                conn.execute(_BUMP)  # what readers compare to know the store changed
-            conn.execute("COMMIT")
+                conn.execute(sql.BUMP_CHANGES)  # what readers compare to know the store changed
+            conn.execute(sql.COMMIT)
         except BaseException as exc:
             if conn.in_transaction:
                 conn.rollback()
@@ -277,18 +275,18 @@ class SQLiteStore(DerivedOps, InjectionOps, ShareOps, AuditOps, SQLiteCopy, Rete
                 yield Transaction(0)
             return
         conn, name = self.conn, f"remem_{depth}"
-        conn.execute(f"SAVEPOINT {name}")
+        conn.execute(sql.SAVEPOINT.format(name=name))
         self._local.depth = depth + 1
         try:
             yield Transaction(depth)
         except BaseException as exc:
-            conn.execute(f"ROLLBACK TO {name}")
-            conn.execute(f"RELEASE {name}")
+            conn.execute(sql.ROLLBACK_TO.format(name=name))
+            conn.execute(sql.RELEASE.format(name=name))
             if isinstance(exc, sqlite3.Error):
                 raise StoreError(f"writing to {self.path} failed: {exc}") from exc
             raise
         else:
-            conn.execute(f"RELEASE {name}")
+            conn.execute(sql.RELEASE.format(name=name))
         finally:
             self._local.depth = depth
 
@@ -307,9 +305,9 @@ class SQLiteStore(DerivedOps, InjectionOps, ShareOps, AuditOps, SQLiteCopy, Rete
     def _migrate(self) -> None:
         conn = self.conn
         try:
-            (app_id,) = conn.execute("PRAGMA application_id").fetchone()
-            (version,) = conn.execute("PRAGMA user_version").fetchone()
-            (tables,) = conn.execute("SELECT COUNT(*) FROM sqlite_master").fetchone()
+            (app_id,) = conn.execute(sql.PRAGMA_APPLICATION_ID).fetchone()
+            (version,) = conn.execute(sql.PRAGMA_USER_VERSION).fetchone()
+            (tables,) = conn.execute(sql.MIGRATE_SELECT_SQLITE_MASTER).fetchone()
         except sqlite3.DatabaseError as exc:
             raise SchemaVersionError(
                 f"{self.path} is not a remem store (SQLite says: {exc}); "
@@ -327,24 +325,24 @@ class SQLiteStore(DerivedOps, InjectionOps, ShareOps, AuditOps, SQLiteCopy, Rete
             )
         if version == SCHEMA_VERSION:
             return
-        conn.execute("PRAGMA journal_mode = WAL")
+        conn.execute(sql.PRAGMA_JOURNAL_MODE_SET)
         with self.write():
-            (version,) = conn.execute("PRAGMA user_version").fetchone()
+            (version,) = conn.execute(sql.PRAGMA_USER_VERSION).fetchone()
             for number in range(version + 1, SCHEMA_VERSION + 1):
                 for statement in _split_statements(MIGRATIONS[number - 1]):
                     conn.execute(statement)
                 if number == 1:
-                    conn.execute(f"PRAGMA application_id = {APPLICATION_ID}")
-                    conn.execute("INSERT INTO meta VALUES ('vector_generation', '0')")
-                conn.execute(f"PRAGMA user_version = {number}")
+                    conn.execute(sql.PRAGMA_APPLICATION_ID_SET)
+                    conn.execute(sql.MIGRATE_INSERT_META)
+                conn.execute(sql.PRAGMA_USER_VERSION_SET.format(number=number))
                 log.info("migrated %s to schema %d", self.path, number)
 
     def _check_embedder(self, embedder: str, dim: int) -> None:
         """Record the embedder in a new store; refuse a store made with another one."""
         if self.meta("embedder") is None:
             with self.write() as conn:  # two processes creating one store: the first wins
-                conn.execute("INSERT OR IGNORE INTO meta VALUES ('embedder', ?)", (embedder,))
-                conn.execute("INSERT OR IGNORE INTO meta VALUES ('dim', ?)", (str(dim),))
+                conn.execute(sql.RECORD_EMBEDDER, (embedder,))
+                conn.execute(sql.RECORD_DIM, (str(dim),))
         stored = self.meta("embedder") or ""
         if stored != embedder or self.meta("dim") != str(dim):
             raise EmbedderMismatchError(stored, embedder)
@@ -354,24 +352,23 @@ class SQLiteStore(DerivedOps, InjectionOps, ShareOps, AuditOps, SQLiteCopy, Rete
         from ...model import new_id
 
         with self.write() as conn:
-            conn.execute("DELETE FROM vectors")
+            conn.execute(sql.RESET_VECTORS_DELETE)
             # the log keeps its last entry only: a reader that sees the gap reloads all
-            conn.execute("DELETE FROM vector_deletions WHERE rowid < "
-                         "(SELECT MAX(rowid) FROM vector_deletions)")
-            conn.execute("DELETE FROM jobs WHERE kind = 'embed' AND state IN ('queued', 'running')")
-            conn.execute("INSERT OR REPLACE INTO meta VALUES ('embedder', ?)", (embedder,))
-            conn.execute("INSERT OR REPLACE INTO meta VALUES ('dim', ?)", (str(dim),))
-            rows = [r for (r,) in conn.execute("SELECT rowid FROM passages ORDER BY rowid")]
+            conn.execute(sql.RESET_VECTORS_DELETE_VECTOR_DELETIONS)
+            conn.execute(sql.RESET_VECTORS_DELETE_JOBS)
+            conn.execute(sql.SET_EMBEDDER, (embedder,))
+            conn.execute(sql.SET_DIM, (str(dim),))
+            rows = [r for (r,) in conn.execute(sql.RESET_VECTORS_SELECT_PASSAGES)]
             for i in range(0, len(rows), 1000):
                 self._queue_embed(conn, new_id("j_"), rows[i : i + 1000])
 
     def meta(self, key: str) -> str | None:
-        row = self.conn.execute("SELECT value FROM meta WHERE key = ?", (key,)).fetchone()
+        row = self.conn.execute(sql.META_SELECT, (key,)).fetchone()
         return None if row is None else row[0]
 
     def set_meta(self, key: str, value: str) -> None:
         with self.write() as conn:
-            conn.execute("INSERT OR REPLACE INTO meta VALUES (?, ?)", (key, value))
+            conn.execute(sql.SET_META_INSERT, (key, value))
 
     # --- writes -----------------------------------------------------------------------
 
@@ -380,12 +377,12 @@ class SQLiteStore(DerivedOps, InjectionOps, ShareOps, AuditOps, SQLiteCopy, Rete
         rowids = []
         for seq, text in enumerate(passages):
             cur = conn.execute(
-                "INSERT INTO passages (memory_rowid, seq, text, tokens) VALUES (?, ?, ?, ?)",
+                sql.INSERT_PASSAGES,
                 (memory_rowid, seq, text, estimate_tokens(text)),
             )
             rowid = cur.lastrowid
             assert rowid is not None
-            conn.execute("INSERT INTO passages_fts (rowid, body, context) VALUES (?, ?, ?)",
+            conn.execute(sql.INSERT_PASSAGES_FTS,
                          (rowid, segment(text), context))
             rowids.append(rowid)
         return rowids
@@ -395,11 +392,7 @@ class SQLiteStore(DerivedOps, InjectionOps, ShareOps, AuditOps, SQLiteCopy, Rete
         """The active episode just before (or after) this one in its session and scope."""
         op, order = (">", "ASC") if after else ("<", "DESC")
         return conn.execute(
-            f"SELECT n.rowid, n.text FROM memories e JOIN memories n ON n.org_id = e.org_id "
-            f"AND n.user_id IS e.user_id AND n.agent_id IS e.agent_id AND n.project IS e.project "
-            f"AND n.session_id = e.session_id AND n.raw = 1 AND n.status = 'active' "
-            f"AND n.rowid {op} e.rowid WHERE e.rowid = ? AND e.session_id IS NOT NULL "
-            f"ORDER BY n.rowid {order} LIMIT 1", (rowid,)).fetchone()
+            sql.ADJACENT_SELECT_MEMORIES.format(op=op, order=order), (rowid,)).fetchone()
 
     def _context(self, conn: sqlite3.Connection, rowid: int) -> str:
         """An episode's full-text context: the texts of the active turns around it."""
@@ -409,10 +402,8 @@ class SQLiteStore(DerivedOps, InjectionOps, ShareOps, AuditOps, SQLiteCopy, Rete
     def _refresh_context(self, conn: sqlite3.Connection, rowids: Iterable[int]) -> None:
         rows = [(self._context(conn, rowid), rowid) for rowid in rowids]
         conn.executemany(
-            "UPDATE passages_fts SET context = ? "
-            "WHERE rowid IN (SELECT rowid FROM passages WHERE memory_rowid = ?)", rows)
-        conn.executemany("INSERT INTO fulltext_log (passage_rowid) SELECT rowid FROM passages "
-                         "WHERE memory_rowid = ?", [(r,) for _, r in rows])
+            sql.REFRESH_CONTEXT_UPDATE_PASSAGES_FTS, rows)
+        conn.executemany(sql.REFRESH_CONTEXT_INSERT_FULLTEXT_LOG, [(r,) for _, r in rows])
 
     def _around(self, conn: sqlite3.Connection, rowids: Iterable[int]) -> set[int]:
         """The active episodes next to these ones, whose context holds their text."""
@@ -424,8 +415,7 @@ class SQLiteStore(DerivedOps, InjectionOps, ShareOps, AuditOps, SQLiteCopy, Rete
                      org_id: str | None = None, user_id: str | None = None) -> None:
         now = time.time()
         conn.execute(
-            "INSERT INTO jobs (id, kind, payload, run_after, created_at, updated_at, org_id, "
-            "user_id) VALUES (?, 'embed', ?, ?, ?, ?, ?, ?)",
+            sql.QUEUE_EMBED_INSERT_JOBS,
             (job_id, json.dumps({"passages": passages}), now, now, now, org_id, user_id),
         )
 
@@ -441,10 +431,7 @@ class SQLiteStore(DerivedOps, InjectionOps, ShareOps, AuditOps, SQLiteCopy, Rete
                 s = item.scope
                 made[item.id] = prov = provenance_of(item, made, self._provenances)
                 cur = conn.execute(
-                    "INSERT INTO memories (id, kind, raw, text, role, subject, org_id, user_id, "
-                    "agent_id, project, session_id, metadata, event_time, observed_at, "
-                    "created_at, updated_at, valid_from, door, source, trust) "
-                    "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+                    sql.INSERT_MEMORIES,
                     (item.id, item.kind, int(item.raw), item.text, item.role, item.subject,
                      s.org_id, s.user_id, s.agent_id, s.project, s.session_id,
                      json.dumps(item.metadata, ensure_ascii=False), item.event_time,
@@ -459,12 +446,11 @@ class SQLiteStore(DerivedOps, InjectionOps, ShareOps, AuditOps, SQLiteCopy, Rete
                 else:
                     source_rows = [self._rowid(conn, sid, s) for sid in item.source_ids]
                 conn.executemany(
-                    "INSERT OR IGNORE INTO memory_sources VALUES (?, ?)",
+                    sql.INSERT_MEMORY_SOURCES,
                     [(rowid, src) for src in source_rows],
                 )
                 conn.execute(
-                    "INSERT INTO versions (memory_rowid, version, action, text, status, at) "
-                    "VALUES (?, 1, 'created', ?, 'active', ?)",
+                    sql.INSERT_VERSIONS,
                     (rowid, item.text, now),
                 )
                 rowids.append(rowid)
@@ -474,8 +460,7 @@ class SQLiteStore(DerivedOps, InjectionOps, ShareOps, AuditOps, SQLiteCopy, Rete
                 passages += self._insert_passages(conn, rowid, item.passages or [item.text],
                                                   contexts.get(rowid, ""))
             self._refresh_context(conn, before)  # the turn before now has a new one after it
-            conn.execute("DELETE FROM fulltext_log WHERE seq <= "
-                         "(SELECT MAX(seq) FROM fulltext_log) - ?", (_LOG_KEPT,))
+            conn.execute(sql.TRIM_FULLTEXT_LOG, (_LOG_KEPT,))
             if embed_job_id is not None:
                 self._queue_embed(conn, embed_job_id, passages,
                                   items[0].scope.org_id if items else None, owner_of(items))
@@ -484,13 +469,12 @@ class SQLiteStore(DerivedOps, InjectionOps, ShareOps, AuditOps, SQLiteCopy, Rete
         """The provenance of these memories of one org."""
         marks = ",".join("?" * len(ids))
         return [row_provenance(r) for r in self.conn.execute(
-            f"SELECT door, source, trust FROM memories WHERE org_id = ? AND id IN ({marks}) "
-            "ORDER BY rowid", [org_id, *ids])]
+            sql.PROVENANCES_SELECT_MEMORIES.format(marks=marks), [org_id, *ids])]
 
     def _rowid(self, conn: sqlite3.Connection, memory_id: str, scope: Scope) -> int:
         where, params = scope_sql(scope)
         row = conn.execute(
-            f"SELECT m.rowid FROM memories m WHERE m.id = ? AND {where}", [memory_id, *params]
+            sql.ROWID_SELECT_MEMORIES.format(where=where), [memory_id, *params]
         ).fetchone()
         if row is None:
             raise NotFoundError(memory_id)
@@ -499,7 +483,7 @@ class SQLiteStore(DerivedOps, InjectionOps, ShareOps, AuditOps, SQLiteCopy, Rete
     def _item_row(self, conn: sqlite3.Connection, memory_id: str, scope: Scope) -> tuple[Any, ...]:
         where, params = scope_sql(scope)
         row = conn.execute(
-            f"SELECT {_COLUMNS} FROM memories m WHERE m.id = ? AND {where}", [memory_id, *params]
+            sql.ITEM_ROW_SELECT_MEMORIES.format(where=where), [memory_id, *params]
         ).fetchone()
         if row is None:
             raise NotFoundError(memory_id)
@@ -518,15 +502,14 @@ class SQLiteStore(DerivedOps, InjectionOps, ShareOps, AuditOps, SQLiteCopy, Rete
                 )
             rowid, version = row[0], row[8] + 1
             conn.execute(
-                "UPDATE memories SET text = ?, version = ?, updated_at = ? WHERE rowid = ?",
+                sql.UPDATE_TEXT_MEMORIES,
                 (text, version, now, rowid),
             )
             conn.execute(
-                "INSERT INTO versions (memory_rowid, version, action, text, status, reason, at) "
-                "VALUES (?, ?, 'updated', ?, ?, ?, ?)",
+                sql.UPDATE_TEXT_INSERT_VERSIONS,
                 (rowid, version, text, row[4], reason, now),
             )
-            conn.execute("DELETE FROM passages WHERE memory_rowid = ?", (rowid,))
+            conn.execute(sql.UPDATE_TEXT_DELETE_PASSAGES, (rowid,))
             self._queue_embed(conn, embed_job_id, self._insert_passages(conn, rowid, passages),
                               scope.org_id, scope.user_id)
         return self.get(memory_id, scope)
@@ -541,14 +524,11 @@ class SQLiteStore(DerivedOps, InjectionOps, ShareOps, AuditOps, SQLiteCopy, Rete
             valid_to = now if status in ("superseded", "forgotten") else None
             # a memory made active again (restored) is valid from then on, with no end
             conn.execute(
-                "UPDATE memories SET status = ?, version = ?, updated_at = ?, "
-                "valid_to = CASE WHEN ? = 'active' THEN NULL ELSE COALESCE(?, valid_to) END "
-                "WHERE rowid = ?",
+                sql.SET_STATUS_UPDATE_MEMORIES,
                 (status, version, now, status, valid_to, rowid),
             )
             conn.execute(
-                "INSERT INTO versions (memory_rowid, version, action, text, status, reason, at) "
-                "VALUES (?, ?, ?, ?, ?, ?, ?)",
+                sql.SET_STATUS_INSERT_VERSIONS,
                 (rowid, version, "restored" if status == "active" else status, row[3], status,
                  reason, now),
             )
@@ -561,33 +541,28 @@ class SQLiteStore(DerivedOps, InjectionOps, ShareOps, AuditOps, SQLiteCopy, Rete
             doomed = purge_closure(self._rowid(conn, memory_id, scope), self.derived_of)
             marks = ",".join("?" * len(doomed))
             ids = [i for (i,) in conn.execute(
-                f"SELECT id FROM memories WHERE rowid IN ({marks})", list(doomed))]
+                sql.PURGE_SELECT_MEMORIES.format(marks=marks), list(doomed))]
             near = self._around(conn, doomed)
             texts = [t for (t,) in conn.execute(
-                f"SELECT text FROM versions WHERE memory_rowid IN ({marks}) UNION "
-                f"SELECT text FROM memories WHERE rowid IN ({marks})", [*doomed, *doomed])]
+                sql.PURGE_SELECT_VERSIONS.format(marks=marks, marks2=marks), [*doomed, *doomed])]
             # what a model was handed with a purged memory in it says what the memory said
             conn.execute(
-                f"UPDATE injections SET text = NULL, query = NULL WHERE rowid IN (SELECT "
-                f"injection_rowid FROM injection_items WHERE memory_rowid IN ({marks}))", list(doomed))
-            conn.execute(f"DELETE FROM memories WHERE rowid IN ({marks})", list(doomed))
+                sql.PURGE_UPDATE_INJECTIONS.format(marks=marks), list(doomed))
+            conn.execute(sql.PURGE_DELETE_MEMORIES.format(marks=marks), list(doomed))
             self._refresh_context(conn, near)  # no neighbour keeps a purged turn's words
             words = purged_words(texts)
             for session, rowid, reason in conn.execute(
-                    "SELECT session_id, memory_rowid, reason FROM working_memory "
-                    "WHERE org_id = ? AND reason IS NOT NULL", (scope.org_id,)).fetchall():
+                    sql.PURGE_SELECT_WORKING_MEMORY, (scope.org_id,)).fetchall():
                 if mentions(reason, words):
-                    conn.execute("UPDATE working_memory SET reason = NULL WHERE org_id = ? AND "
-                                 "session_id = ? AND memory_rowid = ?", (scope.org_id, session, rowid))
+                    conn.execute(sql.PURGE_UPDATE_WORKING_MEMORY, (scope.org_id, session, rowid))
             # the full-text index keeps deleted terms in its segments until they are merged
-            conn.execute("INSERT INTO passages_fts (passages_fts) VALUES ('optimize')")
+            conn.execute(sql.PURGE_INSERT_PASSAGES_FTS)
         return ids
 
     def derived_of(self, rowid: int) -> list[int]:
         """The memories made from this one: cited as a source, or linked ``derived_from``."""
         return [r for (r,) in self.conn.execute(
-            "SELECT memory_rowid FROM memory_sources WHERE episode_rowid = ? "
-            "UNION SELECT src FROM edges WHERE dst = ? AND type = 'derived_from'", (rowid, rowid))]
+            sql.DERIVED_OF_SELECT_MEMORY_SOURCES, (rowid, rowid))]
 
     # --- reads ------------------------------------------------------------------------
 
@@ -597,8 +572,7 @@ class SQLiteStore(DerivedOps, InjectionOps, ShareOps, AuditOps, SQLiteCopy, Rete
             return out
         marks = ",".join("?" * len(rowids))
         for mem, eid in self.conn.execute(
-            f"SELECT s.memory_rowid, e.id FROM memory_sources s JOIN memories e "
-            f"ON e.rowid = s.episode_rowid WHERE s.memory_rowid IN ({marks}) ORDER BY e.rowid",
+            sql.SOURCE_IDS_SELECT_MEMORY_SOURCES.format(marks=marks),
             list(rowids),
         ):
             out[mem].append(eid)
@@ -617,7 +591,7 @@ class SQLiteStore(DerivedOps, InjectionOps, ShareOps, AuditOps, SQLiteCopy, Rete
             return {}
         marks = ",".join("?" * len(rowids))
         rows = self.conn.execute(
-            f"SELECT {_COLUMNS} FROM memories m WHERE m.rowid IN ({marks})", rowids
+            sql.GET_ROWS_SELECT_MEMORIES.format(marks=marks), rowids
         ).fetchall()
         return {r[0]: item for r, item in zip(rows, self._items(rows), strict=True)}
 
@@ -626,8 +600,7 @@ class SQLiteStore(DerivedOps, InjectionOps, ShareOps, AuditOps, SQLiteCopy, Rete
         fwhere, fparams = filters_sql(filters)
         before = page_before(cursor)
         rows = self.conn.execute(
-            f"SELECT {_COLUMNS} FROM memories m WHERE {where} AND {fwhere} AND m.rowid < ? "
-            f"ORDER BY m.rowid DESC LIMIT ?",
+            sql.PAGE_SELECT_MEMORIES.format(where=where, fwhere=fwhere),
             [*params, *fparams, before, limit + 1],
         ).fetchall()
         more = len(rows) > limit
@@ -641,8 +614,7 @@ class SQLiteStore(DerivedOps, InjectionOps, ShareOps, AuditOps, SQLiteCopy, Rete
         last = 0
         while True:
             rows = self.conn.execute(
-                f"SELECT {_COLUMNS} FROM memories m WHERE {where} {raw} AND m.rowid > ? "
-                "ORDER BY m.rowid LIMIT 500", [*params, last]
+                sql.EXPORT_SELECT_MEMORIES.format(where=where, raw=raw), [*params, last]
             ).fetchall()
             if not rows:
                 return
@@ -655,8 +627,7 @@ class SQLiteStore(DerivedOps, InjectionOps, ShareOps, AuditOps, SQLiteCopy, Rete
             HistoryEntry(memory_id=memory_id, version=v, action=a, text=t, status=s, reason=r,
                          at=_dt(at))
             for v, a, t, s, r, at in self.conn.execute(
-                "SELECT version, action, text, status, reason, at FROM versions "
-                "WHERE memory_rowid = ? ORDER BY rowid", (rowid,))
+                sql.HISTORY_SELECT_VERSIONS, (rowid,))
         ]
 
     def sources(self, rowids: Iterable[int]) -> dict[int, list[Source]]:
@@ -666,9 +637,7 @@ class SQLiteStore(DerivedOps, InjectionOps, ShareOps, AuditOps, SQLiteCopy, Rete
             return out
         marks = ",".join("?" * len(rowids))
         for mem, eid, role, text, session, when, meta in self.conn.execute(
-            f"SELECT s.memory_rowid, e.id, e.role, e.text, e.session_id, e.event_time, e.metadata "
-            f"FROM memory_sources s JOIN memories e ON e.rowid = s.episode_rowid "
-            f"WHERE s.memory_rowid IN ({marks}) ORDER BY e.rowid", rowids,
+            sql.SOURCES_SELECT_MEMORY_SOURCES.format(marks=marks), rowids,
         ):
             out[mem].append(Source.model_construct(
                 id=eid, role=role, text=text, session_id=session, event_time=_dt(when),
@@ -678,21 +647,17 @@ class SQLiteStore(DerivedOps, InjectionOps, ShareOps, AuditOps, SQLiteCopy, Rete
     def stats(self, *, org_id: str | None = None, user_id: str | None = None) -> dict[str, Any]:
         c = self.conn
         where, params = counted_sql(org_id, user_id)
-        by_kind = dict(c.execute(f"SELECT kind, COUNT(*) FROM memories m WHERE {where} "
-                                 "GROUP BY kind", params).fetchall())
-        by_status = dict(c.execute(f"SELECT status, COUNT(*) FROM memories m WHERE {where} "
-                                   "GROUP BY status", params).fetchall())
+        by_kind = dict(c.execute(sql.COUNT_BY_KIND.format(where=where), params).fetchall())
+        by_status = dict(c.execute(sql.COUNT_BY_STATUS.format(where=where), params).fetchall())
         jwhere, jparams = counted_sql(org_id, user_id, alias="j")
-        jobs = dict(c.execute(f"SELECT state, COUNT(*) FROM jobs j WHERE {jwhere} GROUP BY state",
+        jobs = dict(c.execute(sql.COUNT_JOBS_BY_STATE.format(jwhere=jwhere),
                               jparams).fetchall())
-        (episodes,) = c.execute(f"SELECT COUNT(*) FROM memories m WHERE raw = 1 AND {where}",
+        (episodes,) = c.execute(sql.COUNT_EPISODES.format(where=where),
                                 params).fetchone()
-        (passages,) = c.execute(f"SELECT COUNT(*) FROM passages p JOIN memories m ON m.rowid = "
-                                f"p.memory_rowid WHERE {where}", params).fetchone()
-        (vectors,) = c.execute(f"SELECT COUNT(*) FROM vectors v JOIN passages p ON p.rowid = "
-                               f"v.passage_rowid JOIN memories m ON m.rowid = p.memory_rowid WHERE {where}",
+        (passages,) = c.execute(sql.COUNT_PASSAGES.format(where=where), params).fetchone()
+        (vectors,) = c.execute(sql.COUNT_VECTORS_IN_SCOPE.format(where=where),
                                params).fetchone() if org_id is not None else \
-            c.execute("SELECT COUNT(*) FROM vectors").fetchone()
+            c.execute(sql.COUNT_VECTORS).fetchone()
         # the file holds every org: its size is no count of one org's or one user's data
         size = sum(
             os.path.getsize(p) for p in (self.path, self.path + "-wal") if os.path.exists(p)
@@ -707,7 +672,7 @@ class SQLiteStore(DerivedOps, InjectionOps, ShareOps, AuditOps, SQLiteCopy, Rete
 
     def embed_backlog(self) -> int:
         (n,) = self.conn.execute(
-            "SELECT (SELECT COUNT(*) FROM passages) - (SELECT COUNT(*) FROM vectors)").fetchone()
+            sql.EMBED_BACKLOG_SELECT_PASSAGES).fetchone()
         return int(n)
 
     # --- recall channels --------------------------------------------------------------
@@ -720,7 +685,7 @@ class SQLiteStore(DerivedOps, InjectionOps, ShareOps, AuditOps, SQLiteCopy, Rete
         fwhere, fparams = filters_sql(filters)
         marks = ",".join("?" * len(rowids))
         return {r for (r,) in self.conn.execute(
-            f"SELECT m.rowid FROM memories m WHERE m.rowid IN ({marks}) AND {where} AND {fwhere}",
+            sql.ACCEPT_SELECT_MEMORIES.format(marks=marks, where=where, fwhere=fwhere),
             [*rowids, *params, *fparams])}
 
     def fulltext(self, terms: Sequence[str], scope: Scope, filters: Filters, limit: int,
@@ -745,9 +710,7 @@ class SQLiteStore(DerivedOps, InjectionOps, ShareOps, AuditOps, SQLiteCopy, Rete
         want = limit * 2
         for _ in range(3):
             rows = self.conn.execute(
-                f"SELECT p.memory_rowid, f.s FROM (SELECT rowid, {rank} AS s FROM passages_fts "
-                f"WHERE passages_fts MATCH ? ORDER BY s LIMIT ?) f "
-                f"JOIN passages p ON p.rowid = f.rowid ORDER BY f.s", (match, want)).fetchall()
+                sql.FTS5_RANKED.format(rank=rank), (match, want)).fetchall()
             best: dict[int, float] = {}
             for rowid, score in rows:
                 best.setdefault(rowid, -score)
@@ -759,10 +722,7 @@ class SQLiteStore(DerivedOps, InjectionOps, ShareOps, AuditOps, SQLiteCopy, Rete
         where, params = scope_sql(scope)
         fwhere, fparams = filters_sql(filters)
         rows = self.conn.execute(
-            f"SELECT p.memory_rowid, {rank} AS s FROM passages_fts "
-            f"JOIN passages p ON p.rowid = passages_fts.rowid "
-            f"JOIN memories m ON m.rowid = p.memory_rowid "
-            f"WHERE passages_fts MATCH ? AND {where} AND {fwhere} ORDER BY s LIMIT ?",
+            sql.FTS5_RANKED_IN_SCOPE.format(rank=rank, where=where, fwhere=fwhere),
             [match, *params, *fparams, limit * 2],
         ).fetchall()
         best = {}
@@ -783,7 +743,7 @@ class SQLiteStore(DerivedOps, InjectionOps, ShareOps, AuditOps, SQLiteCopy, Rete
                     return False
                 self._warming = None
                 return index.built  # a load that failed: FTS5 goes on answering
-            (rows,) = self.conn.execute("SELECT COALESCE(MAX(rowid), 0) FROM passages").fetchone()
+            (rows,) = self.conn.execute(sql.FULLTEXT_READY_SELECT_PASSAGES).fetchone()
             if rows < self.fulltext_warm_rows:
                 return True  # small enough to load in the search itself
 
@@ -808,7 +768,7 @@ class SQLiteStore(DerivedOps, InjectionOps, ShareOps, AuditOps, SQLiteCopy, Rete
         """Who said each memory (the role or speaker of an episode; None if derived)."""
         marks = ",".join("?" * len(rowids))
         return dict(self.conn.execute(
-            f"SELECT rowid, role FROM memories WHERE rowid IN ({marks})", list(rowids)).fetchall())
+            sql.ROLES_SELECT_MEMORIES.format(marks=marks), list(rowids)).fetchall())
 
     def neighbors(self, rowids: Sequence[int], window: int, scope: Scope,
                   filters: Filters) -> list[tuple[int, int]]:
@@ -824,15 +784,8 @@ class SQLiteStore(DerivedOps, InjectionOps, ShareOps, AuditOps, SQLiteCopy, Rete
         parts, args = [], []
         for seed in rowids:
             for op, order in (("<", "DESC"), (">", "ASC")):
-                # the session's index: left to itself SQLite walks the user's rows from the
-                # seed, which for a seed at either end of its session means every row of the
-                # user on that side (150 ms at 100k) before it finds there is none
-                parts.append(
-                    f"SELECT * FROM (SELECT n.rowid, {int(seed)} FROM memories n "
-                    f"INDEXED BY memories_session WHERE n.session_id = "
-                    f"(SELECT session_id FROM memories WHERE rowid = {int(seed)} AND raw = 1) "
-                    f"AND n.raw = 1 AND n.rowid {op} {int(seed)} AND {where} AND {fwhere} "
-                    f"ORDER BY n.rowid {order} LIMIT ?)")
+                parts.append(sql.NEIGHBOURS_SIDE.format(seed=int(seed), op=op, order=order,
+                                                        where=where, fwhere=fwhere))
                 args += [*params, *fparams, window]
         return [(r, s) for r, s in self.conn.execute(" UNION ALL ".join(parts), args)]
 
@@ -842,8 +795,7 @@ class SQLiteStore(DerivedOps, InjectionOps, ShareOps, AuditOps, SQLiteCopy, Rete
         where, params = scope_sql(scope)
         fwhere, fparams = filters_sql(filters)
         return [(r, t) for r, t in self.conn.execute(
-            f"SELECT m.rowid, m.event_time FROM memories m WHERE {where} AND {fwhere} "
-            f"AND m.event_time BETWEEN ? AND ? ORDER BY m.event_time DESC LIMIT ?",
+            sql.TIME_WINDOW_SELECT_MEMORIES.format(where=where, fwhere=fwhere),
             [*params, *fparams, start, end, limit])]
 
     # --- embedding and jobs -----------------------------------------------------------
@@ -854,8 +806,7 @@ class SQLiteStore(DerivedOps, InjectionOps, ShareOps, AuditOps, SQLiteCopy, Rete
             return []
         marks = ",".join("?" * len(passage_rowids))
         return self.conn.execute(
-            f"SELECT p.rowid, p.text FROM passages p LEFT JOIN vectors v "
-            f"ON v.passage_rowid = p.rowid WHERE v.rowid IS NULL AND p.rowid IN ({marks})",
+            sql.UNEMBEDDED_SELECT_PASSAGES.format(marks=marks),
             list(passage_rowids),
         ).fetchall()
 
@@ -866,38 +817,31 @@ class SQLiteStore(DerivedOps, InjectionOps, ShareOps, AuditOps, SQLiteCopy, Rete
         now = time.time()
         with self.write() as conn:
             if renew_s is not None:
-                conn.executemany("UPDATE jobs SET lease_until = ? WHERE rowid = ?",
+                conn.executemany(sql.EXTEND_LEASE,
                                  [(now + renew_s, j.rowid) for j in done_jobs])
                 done_jobs = []
             conn.executemany(
-                "INSERT OR IGNORE INTO vectors (passage_rowid, vec) "
-                "SELECT ?, ? WHERE EXISTS (SELECT 1 FROM passages WHERE rowid = ?)",
+                sql.INSERT_VECTOR,
                 [(r, np.asarray(v, dtype=np.float32).tobytes(), r) for r, v in rows],
             )
             conn.executemany(
-                "UPDATE jobs SET state = 'done', lease_until = NULL, updated_at = ? WHERE rowid = ?",
+                sql.FINISH_EMBED_JOB,
                 [(now, j.rowid) for j in done_jobs],
             )
 
     def claim_jobs(self, kind: str, limit: int, lease_s: float) -> list[Job]:
         """Take up to ``limit`` runnable jobs (queued, or running with an expired lease)."""
         now = time.time()
-        runnable = ("SELECT 1 FROM jobs WHERE kind = ? AND ((state = 'queued' AND run_after <= ?) "
-                    "OR (state = 'running' AND lease_until < ?)) LIMIT 1")
-        if self.conn.execute(runnable, (kind, now, now)).fetchone() is None:
+        if self.conn.execute(sql.RUNNABLE_JOB, (kind, now, now)).fetchone() is None:
             return []  # an idle worker looks without taking the write lock
         with self.write() as conn:
             rows = conn.execute(
-                "SELECT rowid, id, kind, payload, attempts FROM jobs WHERE kind = ? AND "
-                "((state = 'queued' AND run_after <= ?) OR (state = 'running' AND lease_until < ?)) "
-                "ORDER BY priority DESC, rowid LIMIT ?", (kind, now, now, limit),
+                sql.CLAIM_JOBS_SELECT, (kind, now, now, limit),
             ).fetchall()
             # a coalescing key (one waiting prefetch per session) holds while its job
             # waits: once the job runs, the same work may be queued again
             conn.executemany(
-                "UPDATE jobs SET state = 'running', attempts = attempts + 1, lease_until = ?, "
-                f"updated_at = ?, idempotency_key = CASE WHEN idempotency_key LIKE '{COALESCE_PREFIX}%' "
-                "THEN NULL ELSE idempotency_key END WHERE rowid = ?",
+                sql.CLAIM_JOBS_UPDATE,
                 [(now + lease_s, now, r[0]) for r in rows],
             )
         return [Job(r[0], r[1], r[2], json.loads(r[3]), r[4] + 1) for r in rows]
@@ -906,23 +850,19 @@ class SQLiteStore(DerivedOps, InjectionOps, ShareOps, AuditOps, SQLiteCopy, Rete
         """Put claimed jobs back in the queue, as if never attempted."""
         with self.write() as conn:
             conn.executemany(
-                "UPDATE jobs SET state = 'queued', attempts = attempts - 1, lease_until = NULL "
-                "WHERE rowid = ? AND state = 'running'", [(j.rowid,) for j in jobs])
+                sql.RELEASE_JOBS_UPDATE, [(j.rowid,) for j in jobs])
 
     def queued(self, kind: str) -> list[str]:
         """Ids of the jobs of this kind waiting to run (queued, or leased and expired)."""
         return [i for (i,) in self.conn.execute(
-            "SELECT id FROM jobs WHERE kind = ? AND (state = 'queued' OR "
-            "(state = 'running' AND lease_until < ?))", (kind, time.time()))]
+            sql.QUEUED_SELECT_JOBS, (kind, time.time()))]
 
     def fail_job(self, job: Job, error: str, retry_in: float | None) -> None:
         """Record a failure; queue the job again after ``retry_in`` or mark it failed."""
         now = time.time()
         with self.write() as conn:
             conn.execute(
-                "UPDATE jobs SET state = CASE WHEN ? IS NULL OR attempts >= max_attempts "
-                "THEN 'failed' ELSE 'queued' END, run_after = ?, lease_until = NULL, "
-                "last_error = ?, updated_at = ? WHERE rowid = ?",
+                sql.FAIL_JOB_UPDATE_JOBS,
                 (retry_in, now + (retry_in or 0), error[:2000], now, job.rowid),
             )
 
@@ -931,4 +871,4 @@ class SQLiteStore(DerivedOps, InjectionOps, ShareOps, AuditOps, SQLiteCopy, Rete
             return {}
         marks = ",".join("?" * len(job_ids))
         return dict(self.conn.execute(
-            f"SELECT id, state FROM jobs WHERE id IN ({marks})", list(job_ids)).fetchall())
+            sql.JOB_STATES_SELECT_JOBS.format(marks=marks), list(job_ids)).fetchall())

@@ -37,6 +37,7 @@ import numpy as np
 from ...model import Scope
 from ..clauses import NESTED_FIELDS
 from . import ann
+from . import statements as sql
 
 __all__ = ["VectorIndex", "VectorStats", "graph_dir"]
 
@@ -44,11 +45,6 @@ log = logging.getLogger(__name__)
 
 _KEY_FIELDS = ("org_id", "user_id", "agent_id", "project")
 
-LOAD_SQL = """
-SELECT v.rowid, p.memory_rowid, m.org_id, m.user_id, m.agent_id, m.project, m.session_id, v.vec
-FROM vectors v JOIN passages p ON p.rowid = v.passage_rowid JOIN memories m ON m.rowid = p.memory_rowid
-WHERE v.rowid > ? ORDER BY v.rowid LIMIT ?
-"""
 _LOAD_BATCH = 50_000
 
 Key = tuple[str, str | None, str | None, str | None]
@@ -254,11 +250,11 @@ class VectorIndex:
     def sync(self, conn: sqlite3.Connection) -> None:
         """Drop rows deleted since the last call, then load the rows added since."""
         generation = conn.execute(
-            "SELECT value FROM meta WHERE key = 'vector_generation'"
+            sql.SYNC_SELECT_META
         ).fetchone()[0]
         if generation != self._generation:
             first, last_deletion = conn.execute(
-                "SELECT MIN(rowid), COALESCE(MAX(rowid), 0) FROM vector_deletions").fetchone()
+                sql.SYNC_SELECT_VECTOR_DELETIONS).fetchone()
             if self._generation is not None and first is not None and first > self._last_deletion + 1:
                 self._reset()  # the log was cut short since we read it: what went is unknown
             elif self._generation is not None:
@@ -266,7 +262,7 @@ class VectorIndex:
             self._last_deletion = last_deletion
             self._generation = generation
         while True:
-            rows = conn.execute(LOAD_SQL, (self._last, _LOAD_BATCH)).fetchall()
+            rows = conn.execute(sql.VECTORS_LOAD, (self._last, _LOAD_BATCH)).fetchall()
             if rows:
                 self._load(rows)
             if len(rows) < _LOAD_BATCH:
@@ -275,7 +271,7 @@ class VectorIndex:
 
     def _drop(self, conn: sqlite3.Connection, upto: int) -> None:
         gone = np.fromiter((r for (r,) in conn.execute(
-            "SELECT vector_rowid FROM vector_deletions WHERE rowid > ? AND rowid <= ?",
+            sql.DROP_SELECT_VECTOR_DELETIONS,
             (self._last_deletion, upto))), dtype=np.int64)
         loaded = self._rowids[: self._count]
         if len(gone) > max(self._count // 2, 1000):
@@ -370,11 +366,11 @@ class VectorIndex:
             since = int(manifest["deletion_pos"])
         except (OSError, ValueError, KeyError, TypeError):
             return None
-        (first,) = conn.execute("SELECT MIN(rowid) FROM vector_deletions").fetchone()
+        (first,) = conn.execute(sql.SAVED_SELECT_VECTOR_DELETIONS).fetchone()
         if first is not None and first > since + 1:
             return None  # the log was cut short since: what went is unknown
         gone = np.fromiter((r for (r,) in conn.execute(
-            "SELECT vector_rowid FROM vector_deletions WHERE rowid > ? AND rowid <= ?",
+            sql.DROP_SELECT_VECTOR_DELETIONS,
             (since, self._last_deletion))), dtype=np.int64)
         return manifest, gone
 

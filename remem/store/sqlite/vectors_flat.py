@@ -15,14 +15,11 @@ from collections.abc import Callable
 import numpy as np
 
 from ...model import Scope
+from . import statements as sql
 
 _SCOPE_FIELDS = ("org_id", "user_id", "agent_id", "project", "session_id")
 
-LOAD_SQL = """
-SELECT v.rowid, p.memory_rowid, m.org_id, m.user_id, m.agent_id, m.project, m.session_id, v.vec
-FROM vectors v JOIN passages p ON p.rowid = v.passage_rowid JOIN memories m ON m.rowid = p.memory_rowid
-WHERE v.rowid > ? ORDER BY v.rowid
-"""
+
 
 
 class FlatVectorIndex:
@@ -61,15 +58,15 @@ class FlatVectorIndex:
     def sync(self, conn: sqlite3.Connection) -> None:
         """Load what was added since the last call; reload all after any deletion."""
         generation = conn.execute(
-            "SELECT value FROM meta WHERE key = 'vector_generation'"
+            sql.SYNC_SELECT_META
         ).fetchone()[0]
         if generation != self._generation:
             self._reset()
             self._generation = generation
-        (last,) = conn.execute("SELECT COALESCE(MAX(rowid), 0) FROM vectors").fetchone()
+        (last,) = conn.execute(sql.SYNC_SELECT_VECTORS).fetchone()
         if last == self._last:
             return
-        rows = conn.execute(LOAD_SQL, (self._last,)).fetchall()
+        rows = conn.execute(sql.FLAT_VECTORS_LOAD, (self._last,)).fetchall()
         if not rows:
             return
         self._grow(self._n + len(rows))
