@@ -9,7 +9,8 @@ from ...model import AuditEntry
 from ..base import NewAudit
 from ..clauses import audit_where
 from ..policy import page_before
-from ..rows import AUDIT_COLUMNS, row_to_audit
+from ..rows import row_to_audit
+from . import statements as sql
 
 __all__ = ["PostgresAudit"]
 
@@ -24,8 +25,7 @@ class PostgresAudit:
     def record_audit(self, entry: NewAudit) -> None:
         with self.write(changes=False):
             self._run(
-                "INSERT INTO audit (id, at, door, action, org_id, user_id, actor, key_id, target, "
-                "status) VALUES (%s, %s, %s, %s, %s, %s, %s, %s, %s, %s)",
+                sql.RECORD_AUDIT_INSERT,
                 (entry.id, entry.at, entry.door, entry.action, entry.org_id, entry.user_id,
                  entry.actor, entry.key_id, entry.target, entry.status))
 
@@ -37,7 +37,7 @@ class PostgresAudit:
             "door": door, "actor": actor, "key_id": key_id, "action": action, "target": target,
             "since": since, "until": until}, mark="%s")
         rows = self._all(
-            f"SELECT {AUDIT_COLUMNS} FROM audit WHERE {where} AND rowid < %s ORDER BY rowid DESC LIMIT %s",
+            sql.AUDIT_SELECT.format(where=where),
             [*params, page_before(cursor), limit + 1])
         more = len(rows) > limit
         rows = rows[:limit]

@@ -13,11 +13,11 @@ from ...model import HeedRate, Injected, Injection, Scope
 from ..base import NewInjection
 from ..clauses import scope_sql
 from ..policy import page_before
+from . import statements as sql
 
 __all__ = ["PostgresInjections"]
 
-_COLUMNS = ("i.rowid, i.id, i.at, i.door, i.org_id, i.user_id, i.agent_id, i.project, "
-            "i.session_id, i.query, i.tokens, i.text")
+
 
 
 def _where(scope: Scope, alias: str = "i") -> tuple[str, list[Any]]:
@@ -39,38 +39,31 @@ class PostgresInjections:
         s = entry.scope
         with self.write(changes=False):
             row = self._local.conn.execute(
-                "INSERT INTO injections (id, at, door, org_id, user_id, agent_id, project, "
-                "session_id, query, tokens, text) VALUES (%s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s) "
-                "RETURNING rowid",
+                sql.LOG_INJECTION_INSERT_INJECTIONS,
                 (entry.id, entry.at, entry.door, s.org_id, s.user_id, s.agent_id, s.project,
                  s.session_id, entry.query, entry.tokens, entry.text)).fetchone()
             rowid = int(row[0])
             ids = [memory_id for memory_id, _, _ in entry.items]
             rows: dict[str, int] = {}
             if ids:
-                rows = dict(self._all("SELECT id, rowid FROM memories WHERE id = ANY(%s) AND org_id = %s",
+                rows = dict(self._all(sql.LOG_INJECTION_SELECT_MEMORIES,
                                       (ids, s.org_id)))
             self._many(
-                "INSERT INTO injection_items (org_id, injection_rowid, rank, memory_rowid, section, "
-                "channels) VALUES (%s, %s, %s, %s, %s, %s) ON CONFLICT DO NOTHING",
+                sql.LOG_INJECTION_INSERT_INJECTION_ITEMS,
                 [(s.org_id, rowid, rank, rows[memory_id], section, json.dumps(list(channels)))
                  for rank, (memory_id, section, channels) in enumerate(entry.items, 1)
                  if memory_id in rows])
             if keep_days is not None:
-                self._run("DELETE FROM injections WHERE at < %s", (entry.at - keep_days * 86400,))
+                self._run(sql.DROP_INJECTIONS_BEFORE, (entry.at - keep_days * 86400,))
             if keep_rows is not None:
-                self._run("DELETE FROM injections WHERE rowid <= (SELECT rowid FROM injections "
-                          "ORDER BY rowid DESC LIMIT 1 OFFSET %s)", (keep_rows,))
+                self._run(sql.DROP_INJECTIONS_BEYOND, (keep_rows,))
 
     def _injections(self, rows: Sequence[Sequence[Any]]) -> list[Injection]:
         if not rows:
             return []
         items: dict[int, list[Injected]] = {r[0]: [] for r in rows}
         for injection, rank, memory_id, kind, section, channels, used_at in self._all(
-                "SELECT it.injection_rowid, it.rank, m.id, m.kind, it.section, it.channels, "
-                "it.used_at FROM injection_items it JOIN memories m ON m.org_id = it.org_id "
-                "AND m.rowid = it.memory_rowid WHERE it.injection_rowid = ANY(%s) "
-                "ORDER BY it.injection_rowid, it.rank", ([r[0] for r in rows],)):
+                sql.INJECTIONS_SELECT_INJECTION_ITEMS, ([r[0] for r in rows],)):
             items[injection].append(Injected(memory_id=memory_id, kind=kind, rank=rank,
                                              section=section, channels=json.loads(channels),
                                              used=used_at is not None))
@@ -84,15 +77,14 @@ class PostgresInjections:
         if door is not None:
             where += " AND i.door = %s"
             params.append(door)
-        rows = self._all(f"SELECT {_COLUMNS} FROM injections i WHERE {where} AND i.rowid < %s "
-                         f"ORDER BY i.rowid DESC LIMIT %s", [*params, page_before(cursor), limit + 1])
+        rows = self._all(sql.INJECTIONS_SELECT.format(where=where), [*params, page_before(cursor), limit + 1])
         more = len(rows) > limit
         rows = rows[:limit]
         return self._injections(rows), str(rows[-1][0]) if more else None
 
     def injection(self, injection_id: str, scope: Scope) -> Injection:
         where, params = _where(scope)
-        rows = self._all(f"SELECT {_COLUMNS} FROM injections i WHERE i.id = %s AND {where}",
+        rows = self._all(sql.INJECTION_SELECT_INJECTIONS.format(where=where),
                          [injection_id, *params])
         if not rows:
             raise NotFoundError(injection_id)
@@ -101,10 +93,7 @@ class PostgresInjections:
     def injections_of(self, memory_id: str, scope: Scope, limit: int = 20) -> list[Injection]:
         where, params = _where(scope)
         return self._injections(self._all(
-            f"SELECT {_COLUMNS} FROM injections i WHERE {where} AND i.rowid IN ("
-            f"SELECT it.injection_rowid FROM injection_items it JOIN memories m "
-            f"ON m.org_id = it.org_id AND m.rowid = it.memory_rowid WHERE m.id = %s) "
-            f"ORDER BY i.rowid DESC LIMIT %s", [*params, memory_id, limit]))
+            sql.INJECTIONS_OF_SELECT.format(where=where), [*params, memory_id, limit]))
 
     def mark_used(self, memory_ids: Sequence[str], scope: Scope, at: float) -> int:
         if not memory_ids:
@@ -114,12 +103,7 @@ class PostgresInjections:
         with self.write(changes=False):
             for memory_id in memory_ids:
                 marked += self._run(
-                    f"UPDATE injection_items SET used_at = %s WHERE used_at IS NULL AND "
-                    f"(org_id, injection_rowid, memory_rowid) = (SELECT it.org_id, it.injection_rowid, "
-                    f"it.memory_rowid FROM injection_items it JOIN injections i ON i.org_id = it.org_id "
-                    f"AND i.rowid = it.injection_rowid JOIN memories m ON m.org_id = it.org_id "
-                    f"AND m.rowid = it.memory_rowid WHERE m.id = %s AND i.at <= %s AND {where} "
-                    f"ORDER BY it.injection_rowid DESC LIMIT 1)", [at, memory_id, at, *params])
+                    sql.MARK_USED_UPDATE_INJECTION_ITEMS.format(where=where), [at, memory_id, at, *params])
         return marked
 
     def heed_rates(self, scope: Scope, *, since: float | None = None) -> list[HeedRate]:
@@ -128,7 +112,4 @@ class PostgresInjections:
             where += " AND i.at >= %s"
             params.append(since)
         return [HeedRate(door=door, kind=kind, injected=n, used=u) for door, kind, n, u in self._all(
-            f"SELECT i.door, m.kind, COUNT(*), COUNT(it.used_at) FROM injections i "
-            f"JOIN injection_items it ON it.org_id = i.org_id AND it.injection_rowid = i.rowid "
-            f"JOIN memories m ON m.org_id = it.org_id AND m.rowid = it.memory_rowid WHERE {where} "
-            f"GROUP BY i.door, m.kind ORDER BY i.door, m.kind", params)]
+            sql.HEED_RATES_SELECT_INJECTIONS.format(where=where), params)]

@@ -17,7 +17,8 @@ from ...model import JobInfo, MemoryItem, Scope
 from ..base import Filters, Job
 from ..clauses import filters_sql, scope_sql
 from ..policy import HEAT_DECAY, REVIEW_NOTE, best_topic, least_trusted, row_provenance
-from ..rows import COLUMNS, JOB_COLUMNS, KEY_COLUMNS, TopicRow, job_info
+from ..rows import TopicRow, job_info
+from . import statements as sql
 
 __all__ = ["PostgresOps"]
 
@@ -50,12 +51,12 @@ class PostgresOps:
         if not ids:
             return []
         return list(self._items(self._all(
-            f"SELECT {COLUMNS} FROM memories m WHERE m.id = ANY(%s) ORDER BY m.rowid", (list(ids),))))
+            sql.ITEMS_BY_ID_SELECT_MEMORIES, (list(ids),))))
 
     def rowids(self, ids: Sequence[str]) -> dict[str, int]:
         if not ids:
             return {}
-        return dict(self._all("SELECT id, rowid FROM memories WHERE id = ANY(%s)", (list(ids),)))
+        return dict(self._all(sql.ROWIDS_SELECT_MEMORIES, (list(ids),)))
 
     def recent_turns(self, scope: Scope, limit: int, *, before: str | None = None) -> list[MemoryItem]:
         if limit <= 0:
@@ -64,8 +65,7 @@ class PostgresOps:
         if before is not None:
             where += " AND m.rowid < (SELECT rowid FROM memories WHERE id = %s)"
             params.append(before)
-        rows = self._all(f"SELECT {COLUMNS} FROM memories m WHERE {where} AND m.raw = 1 "
-                         f"AND m.status = 'active' ORDER BY m.rowid DESC LIMIT %s", [*params, limit])
+        rows = self._all(sql.RECENT_TURNS_SELECT_MEMORIES.format(where=where), [*params, limit])
         return list(reversed(self._items(rows)))
 
     def same_episode(self, scope: Scope, role: str | None, text: str,
@@ -73,10 +73,7 @@ class PostgresOps:
         if scope.session_id is None or event_time is None:
             return None
         row = self._one(
-            "SELECT id FROM memories WHERE org_id = %s AND session_id = %s "
-            "AND user_id IS NOT DISTINCT FROM %s AND agent_id IS NOT DISTINCT FROM %s "
-            "AND project IS NOT DISTINCT FROM %s AND raw = 1 AND role IS NOT DISTINCT FROM %s "
-            "AND event_time = %s AND text = %s LIMIT 1",
+            sql.SAME_EPISODE_SELECT_MEMORIES,
             (scope.org_id, scope.session_id, scope.user_id, scope.agent_id, scope.project, role,
              event_time, text))
         return None if row is None else str(row[0])
@@ -94,22 +91,20 @@ class PostgresOps:
             clauses.append("m.kind = ANY(%s)")
             params.append(list(kinds))
         return list(self._items(self._all(
-            f"SELECT {COLUMNS} FROM memories m WHERE {' AND '.join(clauses)} "
-            f"ORDER BY m.rowid DESC LIMIT %s", [*params, limit])))
+            sql.DERIVED_SELECT_MEMORIES.format(clauses=' AND '.join(clauses)), [*params, limit])))
 
     def with_entities(self, scope: Scope, names: Sequence[str], limit: int = 50) -> list[MemoryItem]:
         if not names:
             return []
         where, params = _shared(scope)
         return list(self._items(self._all(
-            f"SELECT {COLUMNS} FROM memories m WHERE m.rowid IN (SELECT e.memory_rowid FROM "
-            f"entities e WHERE e.name = ANY(%s)) AND {where} AND m.status = 'active' "
-            f"ORDER BY m.rowid DESC LIMIT %s", [[n.lower() for n in names], *params, limit])))
+            sql.WITH_ENTITIES_SELECT_MEMORIES.format(where=where),
+            [[n.lower() for n in names], *params, limit])))
 
     # --- writing what the agent decided -------------------------------------------------
 
     def _memory(self, memory_id: str, columns: str) -> tuple[Any, ...]:
-        row = self._one(f"SELECT {columns} FROM memories WHERE id = %s", (memory_id,))
+        row = self._one(sql.MEMORY_SELECT_MEMORIES.format(columns=columns), (memory_id,))
         if row is None:
             raise NotFoundError(memory_id)
         return tuple(row)
@@ -120,18 +115,15 @@ class PostgresOps:
         with self.transaction():
             org, rowid, version, text, status, *own = self._memory(
                 memory_id, "org_id, rowid, version, text, status, door, source, trust")
-            self._many("INSERT INTO memory_sources SELECT org_id, %s, rowid FROM memories "
-                       "WHERE org_id = %s AND id = %s ON CONFLICT DO NOTHING",
+            self._many(sql.MERGE_INTO_INSERT_MEMORY_SOURCES,
                        [(rowid, org, e) for e in episode_ids])
             prov = least_trusted([row_provenance(own),
                                   *(self._provenances(org, episode_ids) if episode_ids else [])])
             assert prov is not None
-            self._run("UPDATE memories SET metadata = %s, maturity = %s, updated_at = %s, "
-                      "door = %s, source = %s, trust = %s WHERE org_id = %s AND rowid = %s",
+            self._run(sql.MERGE_INTO_UPDATE_MEMORIES,
                       (json.dumps(metadata, ensure_ascii=False), maturity, now, prov.door,
                        prov.source, prov.trust, org, rowid))
-            self._run("INSERT INTO versions (org_id, memory_rowid, version, action, text, status, "
-                      "reason, at) VALUES (%s, %s, %s, 'merged', %s, %s, %s, %s)",
+            self._run(sql.MERGE_INTO_INSERT_VERSIONS,
                       (org, rowid, version, text, status, reason, now))
 
     def supersede(self, old_id: str, new_id: str, *, at: float, reason: str) -> list[str]:
@@ -139,21 +131,16 @@ class PostgresOps:
         with self.transaction():
             org, old, version, text = self._memory(old_id, "org_id, rowid, version, text")
             (new,) = self._memory(new_id, "rowid")
-            self._run("UPDATE memories SET status = 'superseded', valid_to = %s, "
-                      "version = version + 1, updated_at = %s WHERE org_id = %s AND rowid = %s",
+            self._run(sql.SUPERSEDE_UPDATE_MEMORIES,
                       (at, now, org, old))
-            self._run("INSERT INTO versions (org_id, memory_rowid, version, action, text, status, "
-                      "reason, at) VALUES (%s, %s, %s, 'superseded', %s, 'superseded', %s, %s)",
+            self._run(sql.SUPERSEDE_INSERT_VERSIONS,
                       (org, old, version + 1, text, f"{reason} (by {new_id})", now))
-            self._run("INSERT INTO edges VALUES (%s, %s, %s, 'supersedes', 1.0, %s) "
-                      "ON CONFLICT DO NOTHING", (org, new, old, now))
+            self._run(sql.SUPERSEDE_INSERT_EDGES, (org, new, old, now))
             flagged = self._all(
-                "SELECT m.rowid, m.id, m.metadata FROM edges e JOIN memories m ON m.org_id = e.org_id "
-                "AND m.rowid = e.src WHERE e.dst = %s AND e.type = 'derived_from' "
-                "AND m.status = 'active' ORDER BY m.rowid", (old,))
+                sql.SUPERSEDE_SELECT_EDGES, (old,))
             for rowid, _, meta in flagged:
                 data = {**json.loads(meta), "review": REVIEW_NOTE.format(old_id=old_id)}
-                self._run("UPDATE memories SET metadata = %s WHERE org_id = %s AND rowid = %s",
+                self._run(sql.SET_METADATA,
                           (json.dumps(data, ensure_ascii=False), org, rowid))
         return [i for _, i, _ in flagged]
 
@@ -162,62 +149,54 @@ class PostgresOps:
             return
         now = time.time()
         found = {i: (org, r) for i, org, r in self._all(
-            "SELECT id, org_id, rowid FROM memories WHERE id = ANY(%s)",
+            sql.LINK_SELECT_MEMORIES,
             (sorted({e[0] for e in edges} | {e[1] for e in edges}),))}
         rows = [(found[s][0], found[s][1], found[d][1], t, w, now) for s, d, t, w in edges
                 if s in found and d in found and s != d and found[s][0] == found[d][0]]
         conflict = "DO UPDATE SET weight = edges.weight + excluded.weight" if add else "DO NOTHING"
         with self.transaction():
-            self._many(f"INSERT INTO edges VALUES (%s, %s, %s, %s, %s, %s) "
-                       f"ON CONFLICT (org_id, src, dst, type) {conflict}", rows)
+            self._many(sql.LINK_INSERT_EDGES.format(conflict=conflict), rows)
 
     def edges_of(self, rowids: Sequence[int]) -> list[tuple[int, int, str, float]]:
         if not rowids:
             return []
         keys = list(rowids)
         return [(int(a), int(b), str(t), float(w)) for a, b, t, w in self._all(
-            "SELECT src, dst, type, weight FROM edges WHERE src = ANY(%s) "
-            "UNION ALL SELECT dst, src, type, weight FROM edges WHERE dst = ANY(%s)", (keys, keys))]
+            sql.EDGES_OF_SELECT, (keys, keys))]
 
     def edge_list(self, rowid: int, limit: int = 200) -> list[tuple[int, str, str, float]]:
         return [(int(o), str(t), str(d), float(w)) for o, t, d, w in self._all(
-            "SELECT dst, type, 'out', weight FROM edges WHERE src = %s "
-            "UNION ALL SELECT src, type, 'in', weight FROM edges WHERE dst = %s "
-            "ORDER BY 4 DESC LIMIT %s", (rowid, rowid, limit))]
+            sql.EDGE_LIST_SELECT_EDGES, (rowid, rowid, limit))]
 
     def put_memory_vectors(self, memory_id: str, vectors: Sequence[Any]) -> None:
         rows = [r for (r,) in self._all(
-            "SELECT p.rowid FROM passages p JOIN memories m ON m.org_id = p.org_id "
-            "AND m.rowid = p.memory_rowid WHERE m.id = %s ORDER BY p.seq", (memory_id,))]
+            sql.PUT_MEMORY_VECTORS_SELECT_PASSAGES, (memory_id,))]
         self.put_vectors(list(zip(rows, vectors, strict=True)), [])
 
     def set_entities(self, memory_id: str, names: Sequence[str]) -> None:
         with self.transaction():
-            self._many("INSERT INTO entities SELECT org_id, %s, rowid FROM memories WHERE id = %s "
-                       "ON CONFLICT DO NOTHING",
+            self._many(sql.SET_ENTITIES_INSERT,
                        [(n.lower(), memory_id) for n in dict.fromkeys(names) if n.strip()])
 
     def entity_neighbors(self, rowids: Sequence[int], limit: int = 50) -> list[tuple[int, int]]:
         if not rowids:
             return []
         return [(int(a), int(b)) for a, b in self._all(
-            "SELECT o.memory_rowid, s.memory_rowid FROM entities s JOIN entities o "
-            "ON o.org_id = s.org_id AND o.name = s.name AND o.memory_rowid != s.memory_rowid "
-            "WHERE s.memory_rowid = ANY(%s) LIMIT %s", (list(rowids), limit))]
+            sql.ENTITY_NEIGHBORS_SELECT_ENTITIES, (list(rowids), limit))]
 
     def touch(self, memory_ids: Sequence[str], *, at: float | None = None) -> None:
         if not memory_ids:
             return
         now = at or time.time()
         with self.transaction():
-            self._many("UPDATE memories SET use_count = use_count + 1, used_at = %s WHERE id = %s",
+            self._many(sql.TOUCH_UPDATE_MEMORIES,
                        [(now, i) for i in memory_ids])
 
     def use_stats(self, memory_ids: Sequence[str]) -> dict[str, tuple[int, float | None]]:
         if not memory_ids:
             return {}
         return {i: (n, u) for i, n, u in self._all(
-            "SELECT id, use_count, used_at FROM memories WHERE id = ANY(%s)", (list(memory_ids),))}
+            sql.USE_STATS_SELECT_MEMORIES, (list(memory_ids),))}
 
     def set_fields(self, memory_id: str, scope: Scope | None, *, action: str, reason: str | None,
                    status: str | None = None, maturity: str | None = None,
@@ -225,23 +204,18 @@ class PostgresOps:
         now = time.time()
         with self.transaction():
             where, params = scope_sql(scope, "m", mark=M) if scope is not None else ("TRUE", [])
-            row = self._one(f"SELECT m.org_id, m.rowid, m.version, m.text, m.status FROM memories m "
-                            f"WHERE m.id = %s AND {where}", [memory_id, *params])
+            row = self._one(sql.SET_FIELDS_SELECT_MEMORIES.format(where=where), [memory_id, *params])
             if row is None:
                 raise NotFoundError(memory_id)
             org, rowid, version, text, old_status = row
             new_status = status or old_status
             self._run(
-                "UPDATE memories SET status = %s, maturity = COALESCE(%s, maturity), "
-                "metadata = COALESCE(%s, metadata), pinned = COALESCE(%s, pinned), "
-                "version = version + 1, updated_at = %s, valid_to = CASE WHEN %s THEN %s "
-                "ELSE valid_to END WHERE org_id = %s AND rowid = %s",
+                sql.SET_FIELDS_UPDATE_MEMORIES,
                 (new_status, maturity,
                  None if metadata is None else json.dumps(metadata, ensure_ascii=False),
                  None if pinned is None else int(pinned), now,
                  new_status in ("superseded", "forgotten"), now, org, rowid))
-            self._run("INSERT INTO versions (org_id, memory_rowid, version, action, text, status, "
-                      "reason, at) VALUES (%s, %s, %s, %s, %s, %s, %s, %s)",
+            self._run(sql.SET_STATUS_INSERT_VERSIONS,
                       (org, rowid, version + 1, action, text, new_status, reason, now))
 
     # --- the mind map -------------------------------------------------------------------
@@ -254,8 +228,7 @@ class PostgresOps:
         else:
             where, params = _shared(scope, "t")
         return [TopicRow(r, p, lab, json.loads(kw), size) for r, p, lab, kw, size in self._all(
-            f"SELECT t.rowid, t.parent, t.label, t.keywords, t.size FROM topics t "
-            f"WHERE {where} ORDER BY t.rowid", params)]
+            sql.TOPICS_SELECT.format(where=where), params)]
 
     def save_topic(self, scope: Scope, topic: TopicRow | None, *, parent: int | None, label: str,
                    keywords: dict[str, int], size: int) -> int:
@@ -264,20 +237,17 @@ class PostgresOps:
         with self.transaction():
             if topic is None:
                 row = self._local.conn.execute(
-                    "INSERT INTO topics (parent, org_id, user_id, agent_id, project, label, keywords, "
-                    "size, created_at, updated_at) VALUES (%s, %s, %s, %s, %s, %s, %s, %s, %s, %s) "
-                    "RETURNING rowid",
+                    sql.SAVE_TOPIC_INSERT_TOPICS,
                     (parent, scope.org_id, scope.user_id, scope.agent_id, scope.project, label, kw,
                      size, now, now)).fetchone()
                 self._local.dirty = True
                 return int(row[0])
-            self._run("UPDATE topics SET parent = %s, label = %s, keywords = %s, size = %s, "
-                      "updated_at = %s WHERE rowid = %s", (parent, label, kw, size, now, topic.rowid))
+            self._run(sql.SAVE_TOPIC_UPDATE_TOPICS, (parent, label, kw, size, now, topic.rowid))
             return topic.rowid
 
     def place(self, memory_ids: Sequence[str], topic_rowid: int) -> None:
         with self.transaction():
-            self._many("UPDATE memories SET topic_rowid = %s WHERE id = %s",
+            self._many(sql.PLACE_UPDATE_MEMORIES,
                        [(topic_rowid, i) for i in memory_ids])
 
     def topic_members(self, topic_rowids: Sequence[int], *, statuses: Sequence[str] = ("active",)
@@ -286,8 +256,7 @@ class PostgresOps:
         if not topic_rowids:
             return out
         rows = self._all(
-            f"SELECT {COLUMNS}, m.topic_rowid FROM memories m WHERE m.topic_rowid = ANY(%s) "
-            f"AND m.status = ANY(%s) ORDER BY m.use_count DESC, m.rowid",
+            sql.TOPIC_MEMBERS_SELECT_MEMORIES,
             (list(topic_rowids), list(statuses)))
         for row, item in zip(rows, self._items([r[:-1] for r in rows]), strict=True):
             out[row[-1]].append(item)
@@ -299,15 +268,12 @@ class PostgresOps:
             return []
         where, params = _shared(scope, "t")
         best = best_topic(self._all(
-            f"SELECT t.rowid, t.label, t.keywords FROM topics t WHERE {where} AND NOT EXISTS "
-            f"(SELECT 1 FROM topics c WHERE c.org_id = t.org_id AND c.parent = t.rowid) "
-            f"ORDER BY t.rowid", params), terms)
+            sql.TOPIC_MEMBERS_FOR_SELECT_TOPICS.format(where=where), params), terms)
         if best is None:
             return []
         fwhere, fparams = filters_sql(filters, mark=M)
         return [r for (r,) in self._all(
-            f"SELECT m.rowid FROM memories m WHERE m.topic_rowid = %s AND {fwhere} "
-            f"ORDER BY m.use_count DESC, m.rowid DESC LIMIT %s", [best, *fparams, limit])]
+            sql.TOPIC_MEMBERS_FOR_SELECT_MEMORIES.format(fwhere=fwhere), [best, *fparams, limit])]
 
     # --- working memory -----------------------------------------------------------------
 
@@ -316,10 +282,8 @@ class PostgresOps:
             return []
         where, params = _shared(scope)
         rows = self._all(
-            f"SELECT {COLUMNS}, w.heat FROM working_memory w JOIN memories m "
-            f"ON m.org_id = w.org_id AND m.rowid = w.memory_rowid WHERE w.org_id = %s "
-            f"AND w.session_id = %s AND {where} AND m.status = 'active' "
-            f"ORDER BY w.heat DESC, w.added_at", [scope.org_id, scope.session_id, *params])
+            sql.WORKING_SET_SELECT_WORKING_MEMORY.format(where=where),
+            [scope.org_id, scope.session_id, *params])
         return list(zip(self._items([r[:-1] for r in rows]), [r[-1] for r in rows], strict=True))
 
     def warm(self, scope: Scope, heats: dict[str, tuple[float, str]], size: int) -> list[str]:
@@ -328,22 +292,15 @@ class PostgresOps:
         ids = self.rowids(list(heats))
         key = (scope.org_id, scope.session_id)
         with self.transaction():
-            self._run("UPDATE working_memory SET heat = heat * %s WHERE org_id = %s "
-                      "AND session_id = %s", (HEAT_DECAY, *key))
+            self._run(sql.WARM_UPDATE_WORKING_MEMORY, (HEAT_DECAY, *key))
             self._many(
-                "INSERT INTO working_memory (org_id, user_id, session_id, memory_rowid, heat, reason, "
-                "added_at) VALUES (%s, %s, %s, %s, %s, %s, %s) "
-                "ON CONFLICT (org_id, session_id, memory_rowid) DO UPDATE SET "
-                "heat = working_memory.heat + excluded.heat, reason = excluded.reason",
+                sql.WARM_INSERT_WORKING_MEMORY,
                 [(scope.org_id, scope.user_id, scope.session_id, ids[i], h, why, now)
                  for i, (h, why) in heats.items() if i in ids])
             cold = self._all(
-                "SELECT w.memory_rowid, m.id FROM working_memory w JOIN memories m "
-                "ON m.org_id = w.org_id AND m.rowid = w.memory_rowid WHERE w.org_id = %s "
-                "AND w.session_id = %s ORDER BY w.heat DESC, w.added_at DESC OFFSET %s",
+                sql.WARM_SELECT_WORKING_MEMORY,
                 (*key, size))
-            self._many("DELETE FROM working_memory WHERE org_id = %s AND session_id = %s "
-                       "AND memory_rowid = %s", [(*key, r) for r, _ in cold])
+            self._many(sql.WARM_DELETE_WORKING_MEMORY, [(*key, r) for r, _ in cold])
         return [i for _, i in cold]
 
     # --- jobs -----------------------------------------------------------------------------
@@ -354,33 +311,26 @@ class PostgresOps:
         now = time.time()
         with self.transaction():
             return bool(self._run(
-                "INSERT INTO jobs (id, kind, payload, priority, max_attempts, run_after, "
-                "idempotency_key, created_at, updated_at, org_id, user_id) "
-                "VALUES (%s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s) ON CONFLICT DO NOTHING",
+                sql.ENQUEUE_INSERT_JOBS,
                 (job_id, kind, json.dumps(payload, ensure_ascii=False), priority, max_attempts,
                  now + delay_s, key, now, now, org_id or "", user_id)) == 1)
 
     def has_pending(self, kinds: Sequence[str]) -> bool:
-        return self._one("SELECT 1 FROM jobs WHERE kind = ANY(%s) AND ((state = 'queued' AND "
-                         "run_after <= %s) OR state = 'running') LIMIT 1",
+        return self._one(sql.HAS_PENDING_SELECT_JOBS,
                          (list(kinds), time.time())) is not None
 
     def has_job_key(self, key: str) -> bool:
-        return self._one("SELECT 1 FROM jobs WHERE idempotency_key = %s LIMIT 1", (key,)) is not None
+        return self._one(sql.HAS_JOB_KEY_SELECT_JOBS, (key,)) is not None
 
     def quiet_sessions(self, before: float, limit: int = 100) -> list[tuple[Scope, float]]:
         rows = self._all(
-            "SELECT org_id, user_id, agent_id, project, session_id, MAX(observed_at) AS last "
-            "FROM memories WHERE raw = 1 AND session_id IS NOT NULL AND observed_at > %s "
-            "GROUP BY org_id, user_id, agent_id, project, session_id "
-            "HAVING MAX(observed_at) < %s LIMIT %s", (before - 86400, before, limit))
+            sql.QUIET_SESSIONS_SELECT_MEMORIES, (before - 86400, before, limit))
         return [(Scope(org_id=o, user_id=u, agent_id=a, project=p, session_id=s), last)
                 for o, u, a, p, s, last in rows]
 
     def session_seen(self, scope: Scope, before_rowid_of: str) -> bool:
         return self._one(
-            "SELECT 1 FROM memories WHERE org_id = %s AND session_id = %s AND raw = 1 AND rowid < "
-            "(SELECT rowid FROM memories WHERE id = %s) LIMIT 1",
+            sql.SESSION_SEEN_SELECT_MEMORIES,
             (scope.org_id, scope.session_id, before_rowid_of)) is not None
 
     def finish_job(self, job: Job, result: dict[str, Any] | None = None) -> None:
@@ -389,8 +339,7 @@ class PostgresOps:
             ", payload = (payload::jsonb || jsonb_build_object('result', %s::jsonb))::text"
         args = () if result is None else (json.dumps(result),)
         with self.transaction():
-            done = self._run(f"UPDATE jobs SET state = 'done', lease_until = NULL, updated_at = %s{merge} "
-                             f"WHERE rowid = %s AND state = 'running' AND attempts = %s",
+            done = self._run(sql.FINISH_JOB_UPDATE_JOBS.format(merge=merge),
                              (now, *args, job.rowid, job.attempts))
             if done != 1:
                 raise LeaseLostError(f"job {job.id} was taken over by another worker; "
@@ -406,15 +355,14 @@ class PostgresOps:
                 clauses.append(f"{column} = %s")
                 params.append(value)
         return [job_info(r) for r in self._all(
-            f"SELECT {JOB_COLUMNS} FROM jobs WHERE {' AND '.join(clauses)} "
-            f"ORDER BY rowid DESC LIMIT %s", [*params, limit])]
+            sql.JOBS_SELECT.format(clauses=' AND '.join(clauses)), [*params, limit])]
 
     def job(self, job_id: str, org_id: str | None = None, user_id: str | None = None) -> JobInfo:
         where, params = ("id = %s", [job_id]) if org_id is None else \
             ("id = %s AND org_id = %s", [job_id, org_id])
         if user_id is not None:
             where, params = where + " AND user_id = %s", [*params, user_id]
-        row = self._one(f"SELECT {JOB_COLUMNS} FROM jobs WHERE {where}", params)
+        row = self._one(sql.JOB_SELECT_JOBS.format(where=where), params)
         if row is None:
             raise JobNotFoundError(job_id)
         return job_info(row)
@@ -423,8 +371,7 @@ class PostgresOps:
         self.job(job_id, org_id)
         with self.transaction():
             found = self._run(
-                "UPDATE jobs SET state = 'queued', attempts = 0, run_after = %s, last_error = NULL, "
-                "updated_at = %s WHERE id = %s AND state IN ('failed', 'cancelled')",
+                sql.RETRY_JOB_UPDATE_JOBS,
                 (time.time(), time.time(), job_id))
         if found == 0:
             state = self.job(job_id).state
@@ -435,8 +382,7 @@ class PostgresOps:
     def cancel_job(self, job_id: str, org_id: str | None = None) -> JobInfo:
         self.job(job_id, org_id)
         with self.transaction():
-            found = self._run("UPDATE jobs SET state = 'cancelled', updated_at = %s "
-                              "WHERE id = %s AND state IN ('queued', 'failed')", (time.time(), job_id))
+            found = self._run(sql.CANCEL_JOB_UPDATE_JOBS, (time.time(), job_id))
         if found == 0:
             state = self.job(job_id).state
             raise ValidationError("job_id", f"{job_id} is {state}; only queued or failed jobs "
@@ -445,22 +391,20 @@ class PostgresOps:
 
     def prune_jobs(self, older_than_s: float) -> int:
         with self.transaction():
-            return int(self._run("DELETE FROM jobs WHERE state = 'done' AND updated_at < %s",
+            return int(self._run(sql.PRUNE_JOBS_DELETE,
                                  (time.time() - older_than_s,)))
 
     def all_scopes(self, org_id: str | None = None) -> Iterator[Scope]:
         where, params = ("", []) if org_id is None else ("AND org_id = %s", [org_id])
         for org, user, agent, project in self._all(
-                f"SELECT DISTINCT org_id, user_id, agent_id, project FROM memories WHERE raw = 0 "
-                f"{where}", params):
+                sql.ALL_SCOPES_SELECT_MEMORIES.format(where=where), params):
             yield Scope(org_id=org, user_id=user, agent_id=agent, project=project)
 
     # --- API keys -------------------------------------------------------------------------
 
     def add_key(self, row: Sequence[Any]) -> None:
         with self.transaction():
-            self._run(f"INSERT INTO api_keys ({KEY_COLUMNS}) VALUES (%s, %s, %s, %s, %s, %s, %s, "
-                      f"%s, %s)", tuple(row))
+            self._run(sql.ADD_KEY_INSERT_API_KEYS, tuple(row))
 
     def key_rows(self, *, key_id: str | None = None, digest: str | None = None) -> list[tuple[Any, ...]]:
         clauses, params = ["TRUE"], []
@@ -468,19 +412,18 @@ class PostgresOps:
             if value is not None:
                 clauses.append(f"{column} = %s")
                 params.append(value)
-        return self._all(f"SELECT {KEY_COLUMNS} FROM api_keys WHERE {' AND '.join(clauses)} "
-                         f"ORDER BY created_at, id", params)
+        return self._all(sql.KEY_ROWS_SELECT_API_KEYS.format(clauses=' AND '.join(clauses)), params)
 
     def revoke_key(self, key_id: str, at: float) -> bool:
         with self.transaction():
-            self._run("UPDATE api_keys SET revoked_at = %s WHERE id = %s AND revoked_at IS NULL",
+            self._run(sql.REVOKE_KEY_UPDATE_API_KEYS,
                       (at, key_id))
-        return self._one("SELECT 1 FROM api_keys WHERE id = %s", (key_id,)) is not None
+        return self._one(sql.REVOKE_KEY_SELECT_API_KEYS, (key_id,)) is not None
 
     def key_counts(self) -> tuple[int, int]:
-        row = self._one("SELECT COUNT(*), COUNT(*) FILTER (WHERE revoked_at IS NULL) FROM api_keys")
+        row = self._one(sql.KEY_COUNTS_SELECT_API_KEYS)
         return (int(row[0]), int(row[1])) if row else (0, 0)
 
     def touch_key(self, key_id: str, at: float) -> None:
         with self.transaction():
-            self._run("UPDATE api_keys SET last_used_at = %s WHERE id = %s", (at, key_id))
+            self._run(sql.TOUCH_KEY_UPDATE_API_KEYS, (at, key_id))

@@ -7,12 +7,12 @@ from typing import Any
 
 from ...model import Share
 from ..clauses import share_filters
-from ..rows import SHARE_COLUMNS, row_to_share
+from ..rows import row_to_share
+from . import statements as sql
 
 __all__ = ["PostgresShares"]
 
-_SAME = ("org_id = %s AND COALESCE(user_id, '') = COALESCE(%s, '') AND "
-         "COALESCE(project, '') = COALESCE(%s, '') AND grantee_kind = %s AND grantee = %s")
+
 
 
 class PostgresShares:
@@ -26,16 +26,14 @@ class PostgresShares:
     def put_share(self, share: Share) -> Share:
         key = (share.org_id, share.user_id, share.project, share.grantee_kind, share.grantee)
         with self.write(changes=False):
-            self._run(f"INSERT INTO shares ({SHARE_COLUMNS}) VALUES (%s, %s, %s, %s, %s, %s, %s, %s, %s) "
-                      "ON CONFLICT (org_id, (COALESCE(user_id, '')), (COALESCE(project, '')), "
-                      "grantee_kind, grantee) DO UPDATE SET access = excluded.access",
+            self._run(sql.PUT_SHARE_INSERT_SHARES,
                       (share.id, *key, share.access, share.created_at.timestamp(), share.created_by))
-            row = self._one(f"SELECT {SHARE_COLUMNS} FROM shares WHERE {_SAME}", key)
+            row = self._one(sql.PUT_SHARE_SELECT_SHARES, key)
         return row_to_share(row)
 
     def drop_share(self, share_id: str, org_id: str) -> Share | None:
         with self.write(changes=False):
-            row = self._one(f"DELETE FROM shares WHERE id = %s AND org_id = %s RETURNING {SHARE_COLUMNS}",
+            row = self._one(sql.DROP_SHARE_DELETE_SHARES,
                             (share_id, org_id))
         return None if row is None else row_to_share(row)
 
@@ -45,4 +43,4 @@ class PostgresShares:
         where, params = share_filters(org_id, "%s", user_id=user_id, project=project,
                                       grantee_kind=grantee_kind, grantee=grantee, share_id=share_id)
         return [row_to_share(r) for r in self._all(
-            f"SELECT {SHARE_COLUMNS} FROM shares WHERE {where} ORDER BY created_at, id", params)]
+            sql.SHARES_SELECT.format(where=where), params)]

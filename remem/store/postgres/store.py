@@ -51,7 +51,8 @@ from ..policy import (
     purged_words,
     row_provenance,
 )
-from ..rows import COLUMNS, dt, row_to_item
+from ..rows import dt, row_to_item
+from . import statements as sql
 from .audit import PostgresAudit
 from .copy import PostgresCopy
 from .injections import PostgresInjections
@@ -75,7 +76,6 @@ log = logging.getLogger(__name__)
 
 M = "%s"
 _LOCK = 0x52454D4D  # advisory lock held while migrating ("REMM")
-TSCONFIG = "english"
 _DF_CAP = 10_000  # documents counted at most for one term's frequency
 
 
@@ -130,10 +130,9 @@ class PostgresStore(PostgresOps, PostgresInjections, PostgresShares, PostgresAud
         remem store yet); nothing is changed."""
         try:
             with psycopg.connect(url, autocommit=True) as conn:
-                if conn.execute("SELECT to_regclass('meta')").fetchone()[0] is None:
+                if conn.execute(sql.META_TABLE_EXISTS).fetchone()[0] is None:
                     return None
-                rows = dict(conn.execute("SELECT key, value FROM meta WHERE org_id = '' "
-                                         "AND key IN ('embedder', 'dim')").fetchall())
+                rows = dict(conn.execute(sql.STORED_EMBEDDER).fetchall())
         except psycopg.Error as exc:
             raise StoreError(f"cannot open the PostgreSQL store {masked(url)}: {exc}") from exc
         return (rows["embedder"], int(rows["dim"])) if len(rows) == 2 else None
@@ -144,8 +143,8 @@ class PostgresStore(PostgresOps, PostgresInjections, PostgresShares, PostgresAud
     def _configure(conn: psycopg.Connection[Any]) -> None:
         register_vector(conn)
         # a scope-filtered HNSW scan goes on until it has found enough rows that pass
-        conn.execute("SET hnsw.iterative_scan = relaxed_order")
-        conn.execute("SET hnsw.ef_search = 200")
+        conn.execute(sql.SET_ITERATIVE_SCAN)
+        conn.execute(sql.SET_EF_SEARCH)
 
     @contextmanager
     def _conn(self) -> Iterator[psycopg.Connection[Any]]:
@@ -211,7 +210,7 @@ class PostgresStore(PostgresOps, PostgresInjections, PostgresShares, PostgresAud
                     self._local.conn = None
                 if self._local.dirty:
                     # after the commit, so a reader that sees the new token sees the data
-                    conn.execute("SELECT nextval('remem_changes')")
+                    conn.execute(sql.BUMP_CHANGES)
         except psycopg.Error as exc:
             raise StoreError(f"writing to {self.path} failed: {exc}") from exc
 
@@ -231,7 +230,7 @@ class PostgresStore(PostgresOps, PostgresInjections, PostgresShares, PostgresAud
                 self._local.dirty = False
 
     def change_token(self) -> int:
-        row = self._one("SELECT CASE WHEN is_called THEN last_value ELSE 0 END FROM remem_changes")
+        row = self._one(sql.CHANGE_TOKEN)
         return int(row[0]) if row else 0
 
     def close(self) -> None:
@@ -248,13 +247,12 @@ class PostgresStore(PostgresOps, PostgresInjections, PostgresShares, PostgresAud
     def _migrate(self, conn: psycopg.Connection[Any], create: bool = True) -> None:
         with conn.transaction():
             # two processes opening a new database: the second waits, then finds it done
-            conn.execute("SELECT pg_advisory_xact_lock(%s)", (_LOCK,))
-            if not create and conn.execute("SELECT to_regclass('remem_migrations')").fetchone()[0] is None:
+            conn.execute(sql.MIGRATION_LOCK, (_LOCK,))
+            if not create and conn.execute(sql.MIGRATIONS_TABLE_EXISTS).fetchone()[0] is None:
                 raise StoreNotFoundError(self.path)
-            conn.execute("CREATE EXTENSION IF NOT EXISTS vector")
-            conn.execute("CREATE TABLE IF NOT EXISTS remem_migrations (number INTEGER PRIMARY KEY, "
-                         "applied_at DOUBLE PRECISION NOT NULL)")
-            row = conn.execute("SELECT COALESCE(MAX(number), 0) FROM remem_migrations").fetchone()
+            conn.execute(sql.CREATE_VECTOR_EXTENSION)
+            conn.execute(sql.CREATE_MIGRATIONS_TABLE)
+            row = conn.execute(sql.SCHEMA_VERSION_SELECT).fetchone()
             version = int(row[0]) if row else 0
             if version > SCHEMA_VERSION:
                 raise SchemaVersionError(
@@ -262,17 +260,15 @@ class PostgresStore(PostgresOps, PostgresInjections, PostgresShares, PostgresAud
                     f"reads up to {SCHEMA_VERSION}); upgrade with `pip install -U remem`")
             for number in range(version + 1, SCHEMA_VERSION + 1):
                 conn.execute(MIGRATIONS[number - 1].format(dim=self.dim).encode())
-                conn.execute("INSERT INTO remem_migrations VALUES (%s, %s)", (number, time.time()))
+                conn.execute(sql.RECORD_MIGRATION, (number, time.time()))
                 log.info("migrated %s to schema %d", self.path, number)
 
     def _check_embedder(self, embedder: str, dim: int) -> None:
         """Record the embedder in a new store; refuse a store made with another one."""
         if self.meta("embedder") is None:
             with self.transaction():
-                self._run("INSERT INTO meta (key, value) VALUES ('embedder', %s) "
-                          "ON CONFLICT DO NOTHING", (embedder,))
-                self._run("INSERT INTO meta (key, value) VALUES ('dim', %s) "
-                          "ON CONFLICT DO NOTHING", (str(dim),))
+                self._run(sql.RECORD_EMBEDDER, (embedder,))
+                self._run(sql.RECORD_DIM, (str(dim),))
         stored = self.meta("embedder") or ""
         if stored != embedder or self.meta("dim") != str(dim):
             raise EmbedderMismatchError(stored, embedder)
@@ -283,27 +279,26 @@ class PostgresStore(PostgresOps, PostgresInjections, PostgresShares, PostgresAud
 
         with self.transaction():
             if self.meta("dim") not in (None, str(dim)):
-                self._run("DROP INDEX passages_vec")
-                self._run("ALTER TABLE passages DROP COLUMN vec")
-                self._run(f"ALTER TABLE passages ADD COLUMN vec VECTOR({int(dim)})")
-                self._run("ALTER TABLE passages ALTER COLUMN vec SET STORAGE MAIN")
-                self._run("CREATE INDEX passages_vec ON passages USING hnsw (vec vector_cosine_ops)")
+                self._run(sql.DROP_VECTOR_INDEX)
+                self._run(sql.DROP_VECTOR_COLUMN)
+                self._run(sql.ADD_VECTOR_COLUMN.format(dim=int(dim)))
+                self._run(sql.VECTOR_STORAGE_MAIN)
+                self._run(sql.CREATE_VECTOR_INDEX)
             else:
-                self._run("UPDATE passages SET vec = NULL WHERE vec IS NOT NULL")
-            self._run("DELETE FROM jobs WHERE kind = 'embed' AND state IN ('queued', 'running')")
+                self._run(sql.RESET_VECTORS_UPDATE_PASSAGES)
+            self._run(sql.RESET_VECTORS_DELETE_JOBS)
             self._set_meta("embedder", embedder)
             self._set_meta("dim", str(dim))
-            rows = [r for (r,) in self._all("SELECT rowid FROM passages ORDER BY rowid")]
+            rows = [r for (r,) in self._all(sql.RESET_VECTORS_SELECT_PASSAGES)]
             for i in range(0, len(rows), 1000):
                 self._queue_embed(new_id("j_"), rows[i : i + 1000])
 
     def meta(self, key: str) -> str | None:
-        row = self._one("SELECT value FROM meta WHERE org_id = '' AND key = %s", (key,))
+        row = self._one(sql.META_SELECT, (key,))
         return None if row is None else str(row[0])
 
     def _set_meta(self, key: str, value: str) -> None:
-        self._run("INSERT INTO meta (key, value) VALUES (%s, %s) "
-                  "ON CONFLICT (org_id, key) DO UPDATE SET value = excluded.value", (key, value))
+        self._run(sql.SET_META_INSERT, (key, value))
 
     def set_meta(self, key: str, value: str) -> None:
         with self.transaction():
@@ -334,9 +329,7 @@ class PostgresStore(PostgresOps, PostgresInjections, PostgresShares, PostgresAud
     def _insert_passage_rows(self, rows: Sequence[tuple[str, int, int, str, str]]) -> list[int]:
         """Passages (org, memory rowid, seq, text, full-text context) in one round trip."""
         return self._returning(
-            f"INSERT INTO passages (org_id, memory_rowid, seq, text, tokens, body, context) "
-            f"VALUES (%s, %s, %s, %s, %s, to_tsvector('{TSCONFIG}', %s), "
-            f"to_tsvector('{TSCONFIG}', %s)) RETURNING rowid",
+            sql.INSERT_PASSAGE_ROWS_PASSAGES,
             [(org, rowid, seq, text, estimate_tokens(text), segment(text), context)
              for org, rowid, seq, text, context in rows])
 
@@ -346,13 +339,7 @@ class PostgresStore(PostgresOps, PostgresInjections, PostgresShares, PostgresAud
         # the walk inside a lateral, so it stops at the first match (a join with the sort
         # above it reads every earlier row of the table)
         row = self._one(
-            f"SELECT n.rowid, n.text FROM memories e CROSS JOIN LATERAL (SELECT n.rowid, n.text "
-            f"FROM memories n WHERE n.org_id = e.org_id AND n.session_id = e.session_id "
-            f"AND n.user_id IS NOT DISTINCT FROM e.user_id "
-            f"AND n.agent_id IS NOT DISTINCT FROM e.agent_id "
-            f"AND n.project IS NOT DISTINCT FROM e.project AND n.raw = 1 AND n.status = 'active' "
-            f"AND n.rowid {op} e.rowid ORDER BY n.rowid {order} LIMIT 1) n "
-            f"WHERE e.rowid = %s AND e.session_id IS NOT NULL", (rowid,))
+            sql.ADJACENT_SELECT_MEMORIES.format(op=op, order=order), (rowid,))
         return None if row is None else (int(row[0]), str(row[1]))
 
     def _context(self, rowid: int) -> str:
@@ -361,8 +348,7 @@ class PostgresStore(PostgresOps, PostgresInjections, PostgresShares, PostgresAud
         return " ".join(segment(n[1][:CONTEXT_CHARS]) for n in near if n is not None)
 
     def _refresh_context(self, rowids: Iterable[int]) -> None:
-        self._many(f"UPDATE passages SET context = to_tsvector('{TSCONFIG}', %s) "
-                   f"WHERE memory_rowid = %s", [(self._context(r), r) for r in rowids])
+        self._many(sql.REFRESH_CONTEXT_UPDATE_PASSAGES, [(self._context(r), r) for r in rowids])
 
     def _around(self, rowids: Iterable[int]) -> set[int]:
         """The active episodes next to these ones, whose context holds their text."""
@@ -374,8 +360,7 @@ class PostgresStore(PostgresOps, PostgresInjections, PostgresShares, PostgresAud
     def _queue_embed(self, job_id: str, passages: list[int], org_id: str | None = None,
                      user_id: str | None = None) -> None:
         now = time.time()
-        self._run("INSERT INTO jobs (org_id, id, kind, payload, run_after, created_at, updated_at, "
-                  "user_id) VALUES (%s, %s, 'embed', %s, %s, %s, %s, %s)",
+        self._run(sql.QUEUE_EMBED_INSERT_JOBS,
                   (org_id or "", job_id, json.dumps({"passages": passages}), now, now, now, user_id))
 
     def insert(self, items: Sequence[NewMemory], embed_job_id: str | None) -> None:
@@ -388,11 +373,7 @@ class PostgresStore(PostgresOps, PostgresInjections, PostgresShares, PostgresAud
             for item in items:
                 made[item.id] = provenance_of(item, made, self._provenances)
             rowids = self._returning(
-                "INSERT INTO memories (id, kind, raw, text, role, subject, org_id, user_id, "
-                "agent_id, project, session_id, metadata, event_time, observed_at, "
-                "created_at, updated_at, valid_from, door, source, trust) VALUES "
-                "(%s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s) "
-                "RETURNING rowid",
+                sql.INSERT_MEMORIES,
                 [(item.id, item.kind, int(item.raw), item.text, item.role, item.subject,
                   item.scope.org_id, item.scope.user_id, item.scope.agent_id, item.scope.project,
                   item.scope.session_id, json.dumps(item.metadata, ensure_ascii=False),
@@ -401,12 +382,11 @@ class PostgresStore(PostgresOps, PostgresInjections, PostgresShares, PostgresAud
                   made[item.id].door, made[item.id].source, made[item.id].trust)
                  for item in items])
             # after the batch's own rows are in: a memory may cite a turn of its batch
-            self._many("INSERT INTO memory_sources VALUES (%s, %s, %s) ON CONFLICT DO NOTHING",
+            self._many(sql.INSERT_MEMORY_SOURCES,
                        [(item.scope.org_id, rowid, src) for item, rowid in zip(items, rowids, strict=True)
                         for src in ([rowid] if item.raw else
                                     [self._rowid(sid, item.scope) for sid in item.source_ids])])
-            self._many("INSERT INTO versions (org_id, memory_rowid, version, action, text, "
-                       "status, at) VALUES (%s, %s, 1, 'created', %s, 'active', %s)",
+            self._many(sql.INSERT_VERSIONS,
                        [(item.scope.org_id, rowid, item.text, now)
                         for item, rowid in zip(items, rowids, strict=True)])
             contexts, before = batch_contexts(items, rowids, lambda r: self._adjacent(r, after=False))
@@ -422,12 +402,11 @@ class PostgresStore(PostgresOps, PostgresInjections, PostgresShares, PostgresAud
     def _provenances(self, org_id: str, ids: Sequence[str]) -> list[Provenance]:
         """The provenance of these memories of one org."""
         return [row_provenance(r) for r in self._all(
-            "SELECT door, source, trust FROM memories WHERE org_id = %s AND id = ANY(%s) "
-            "ORDER BY rowid", (org_id, list(ids)))]
+            sql.PROVENANCES_SELECT_MEMORIES, (org_id, list(ids)))]
 
     def _rowid(self, memory_id: str, scope: Scope) -> int:
         where, params = _scope(scope)
-        row = self._one(f"SELECT m.rowid FROM memories m WHERE m.id = %s AND {where}",
+        row = self._one(sql.ROWID_SELECT_MEMORIES.format(where=where),
                         [memory_id, *params])
         if row is None:
             raise NotFoundError(memory_id)
@@ -435,7 +414,7 @@ class PostgresStore(PostgresOps, PostgresInjections, PostgresShares, PostgresAud
 
     def _item_row(self, memory_id: str, scope: Scope) -> tuple[Any, ...]:
         where, params = _scope(scope)
-        row = self._one(f"SELECT {COLUMNS} FROM memories m WHERE m.id = %s AND {where}",
+        row = self._one(sql.ITEM_ROW_SELECT_MEMORIES.format(where=where),
                         [memory_id, *params])
         if row is None:
             raise NotFoundError(memory_id)
@@ -451,12 +430,10 @@ class PostgresStore(PostgresOps, PostgresInjections, PostgresShares, PostgresAud
                     "id", f"{memory_id} is a raw episode, the record of what was said, and "
                     "cannot be edited; forget or purge it, or add a correction")
             rowid, version, org = row[0], row[8] + 1, row[10]
-            self._run("UPDATE memories SET text = %s, version = %s, updated_at = %s "
-                      "WHERE org_id = %s AND rowid = %s", (text, version, now, org, rowid))
-            self._run("INSERT INTO versions (org_id, memory_rowid, version, action, text, status, "
-                      "reason, at) VALUES (%s, %s, %s, 'updated', %s, %s, %s, %s)",
+            self._run(sql.UPDATE_TEXT_MEMORIES, (text, version, now, org, rowid))
+            self._run(sql.UPDATE_TEXT_INSERT_VERSIONS,
                       (org, rowid, version, text, row[4], reason, now))
-            self._run("DELETE FROM passages WHERE org_id = %s AND memory_rowid = %s", (org, rowid))
+            self._run(sql.UPDATE_TEXT_DELETE_PASSAGES, (org, rowid))
             self._queue_embed(embed_job_id, self._insert_passages(org, rowid, passages), org,
                               scope.user_id)
         return self.get(memory_id, scope)
@@ -469,12 +446,9 @@ class PostgresStore(PostgresOps, PostgresInjections, PostgresShares, PostgresAud
             near = self._around([rowid])
             valid_to = now if status in ("superseded", "forgotten") else None
             # a memory made active again (restored) is valid from then on, with no end
-            self._run("UPDATE memories SET status = %s, version = %s, updated_at = %s, "
-                      "valid_to = CASE WHEN %s THEN NULL ELSE COALESCE(%s, valid_to) END "
-                      "WHERE org_id = %s AND rowid = %s",
+            self._run(sql.SET_STATUS_UPDATE_MEMORIES,
                       (status, version, now, status == "active", valid_to, org, rowid))
-            self._run("INSERT INTO versions (org_id, memory_rowid, version, action, text, status, "
-                      "reason, at) VALUES (%s, %s, %s, %s, %s, %s, %s, %s)",
+            self._run(sql.SET_STATUS_INSERT_VERSIONS,
                       (org, rowid, version, "restored" if status == "active" else status, row[3],
                        status, reason, now))
             self._refresh_context(near)  # no neighbour keeps a hidden turn's words
@@ -483,30 +457,24 @@ class PostgresStore(PostgresOps, PostgresInjections, PostgresShares, PostgresAud
     def derived_of(self, rowid: int) -> list[int]:
         """The memories made from this one: cited as a source, or linked ``derived_from``."""
         return [r for (r,) in self._all(
-            "SELECT memory_rowid FROM memory_sources WHERE episode_rowid = %s "
-            "UNION SELECT src FROM edges WHERE dst = %s AND type = 'derived_from'", (rowid, rowid))]
+            sql.DERIVED_OF_SELECT_MEMORY_SOURCES, (rowid, rowid))]
 
     def purge(self, memory_id: str, scope: Scope) -> list[str]:
         with self.transaction():
             keys = purge_closure(self._rowid(memory_id, scope), self.derived_of)
-            ids = [i for (i,) in self._all("SELECT id FROM memories WHERE rowid = ANY(%s)", (keys,))]
+            ids = [i for (i,) in self._all(sql.PURGE_SELECT_MEMORIES, (keys,))]
             near = self._around(keys)
             texts = [t for (t,) in self._all(
-                "SELECT text FROM versions WHERE memory_rowid = ANY(%s) UNION "
-                "SELECT text FROM memories WHERE rowid = ANY(%s)", (keys, keys))]
+                sql.PURGE_SELECT_VERSIONS, (keys, keys))]
             # what a model was handed with a purged memory in it says what the memory said
-            self._run("UPDATE injections SET text = NULL, query = NULL WHERE (org_id, rowid) IN "
-                      "(SELECT org_id, injection_rowid FROM injection_items WHERE memory_rowid = "
-                      "ANY(%s))", (keys,))
-            self._run("DELETE FROM memories WHERE rowid = ANY(%s)", (keys,))
+            self._run(sql.PURGE_UPDATE_INJECTIONS, (keys,))
+            self._run(sql.PURGE_DELETE_MEMORIES, (keys,))
             self._refresh_context(near)  # no neighbour keeps a purged turn's words
             words = purged_words(texts)
             for org, session, rowid, reason in self._all(
-                    "SELECT org_id, session_id, memory_rowid, reason FROM working_memory "
-                    "WHERE org_id = %s AND reason IS NOT NULL", (scope.org_id,)):
+                    sql.PURGE_SELECT_WORKING_MEMORY, (scope.org_id,)):
                 if mentions(reason, words):
-                    self._run("UPDATE working_memory SET reason = NULL WHERE org_id = %s AND "
-                              "session_id = %s AND memory_rowid = %s", (org, session, rowid))
+                    self._run(sql.PURGE_UPDATE_WORKING_MEMORY, (org, session, rowid))
         return ids
 
     # --- reads ------------------------------------------------------------------------
@@ -515,9 +483,7 @@ class PostgresStore(PostgresOps, PostgresInjections, PostgresShares, PostgresAud
         out: dict[int, list[str]] = {r: [] for r in rowids}
         if rowids:
             for mem, eid in self._all(
-                    "SELECT s.memory_rowid, e.id FROM memory_sources s JOIN memories e "
-                    "ON e.org_id = s.org_id AND e.rowid = s.episode_rowid "
-                    "WHERE s.memory_rowid = ANY(%s) ORDER BY e.rowid", (list(rowids),)):
+                    sql.SOURCE_IDS_SELECT_MEMORY_SOURCES, (list(rowids),)):
                 out[mem].append(eid)
         return out
 
@@ -532,7 +498,7 @@ class PostgresStore(PostgresOps, PostgresInjections, PostgresShares, PostgresAud
         rowids = list(rowids)
         if not rowids:
             return {}
-        rows = self._all(f"SELECT {COLUMNS} FROM memories m WHERE m.rowid = ANY(%s)", (rowids,))
+        rows = self._all(sql.GET_ROWS_SELECT_MEMORIES, (rowids,))
         return {r[0]: item for r, item in zip(rows, self._items(rows), strict=True)}
 
     def page(self, scope: Scope, filters: Filters, limit: int, cursor: str | None) -> Page:
@@ -540,8 +506,8 @@ class PostgresStore(PostgresOps, PostgresInjections, PostgresShares, PostgresAud
         fwhere, fparams = _filters(filters)
         before = page_before(cursor)
         rows = self._all(
-            f"SELECT {COLUMNS} FROM memories m WHERE {where} AND {fwhere} AND m.rowid < %s "
-            f"ORDER BY m.rowid DESC LIMIT %s", [*params, *fparams, before, limit + 1])
+            sql.PAGE_SELECT_MEMORIES.format(where=where, fwhere=fwhere),
+            [*params, *fparams, before, limit + 1])
         more = len(rows) > limit
         rows = rows[:limit]
         return Page(self._items(rows), str(rows[-1][0]) if more else None)
@@ -551,8 +517,7 @@ class PostgresStore(PostgresOps, PostgresInjections, PostgresShares, PostgresAud
         raw = "" if include_episodes else "AND m.raw = 0"
         last = 0
         while True:
-            rows = self._all(f"SELECT {COLUMNS} FROM memories m WHERE {where} {raw} AND m.rowid > %s "
-                             "ORDER BY m.rowid LIMIT 500", [*params, last])
+            rows = self._all(sql.EXPORT_SELECT_MEMORIES.format(where=where, raw=raw), [*params, last])
             if not rows:
                 return
             yield from self._items(rows)
@@ -563,8 +528,7 @@ class PostgresStore(PostgresOps, PostgresInjections, PostgresShares, PostgresAud
         return [HistoryEntry(memory_id=memory_id, version=v, action=a, text=t, status=s, reason=r,
                              at=dt(at))
                 for v, a, t, s, r, at in self._all(
-                    "SELECT version, action, text, status, reason, at FROM versions "
-                    "WHERE memory_rowid = %s ORDER BY rowid", (rowid,))]
+                    sql.HISTORY_SELECT_VERSIONS, (rowid,))]
 
     def sources(self, rowids: Iterable[int]) -> dict[int, list[Source]]:
         rowids = list(rowids)
@@ -572,9 +536,7 @@ class PostgresStore(PostgresOps, PostgresInjections, PostgresShares, PostgresAud
         if not rowids:
             return out
         for mem, eid, role, text, session, when, meta in self._all(
-                "SELECT s.memory_rowid, e.id, e.role, e.text, e.session_id, e.event_time, e.metadata "
-                "FROM memory_sources s JOIN memories e ON e.org_id = s.org_id "
-                "AND e.rowid = s.episode_rowid WHERE s.memory_rowid = ANY(%s) ORDER BY e.rowid",
+                sql.SOURCES_SELECT_MEMORY_SOURCES,
                 (rowids,)):
             out[mem].append(Source.model_construct(
                 id=eid, role=role, text=text, session_id=session, event_time=dt(when),
@@ -583,19 +545,12 @@ class PostgresStore(PostgresOps, PostgresInjections, PostgresShares, PostgresAud
 
     def stats(self, *, org_id: str | None = None, user_id: str | None = None) -> dict[str, Any]:
         where, params = counted_sql(org_id, user_id, mark="%s")
-        by_kind = dict(self._all(f"SELECT kind, COUNT(*) FROM memories m WHERE {where} "
-                                 "GROUP BY kind", params))
-        by_status = dict(self._all(f"SELECT status, COUNT(*) FROM memories m WHERE {where} "
-                                   "GROUP BY status", params))
+        by_kind = dict(self._all(sql.COUNT_BY_KIND.format(where=where), params))
+        by_status = dict(self._all(sql.COUNT_BY_STATUS.format(where=where), params))
         jwhere, jparams = counted_sql(org_id, user_id, alias="j", mark="%s")
-        jobs = dict(self._all(f"SELECT state, COUNT(*) FROM jobs j WHERE {jwhere} GROUP BY state",
+        jobs = dict(self._all(sql.COUNT_JOBS_BY_STATE.format(jwhere=jwhere),
                               jparams))
-        row = self._one(f"SELECT (SELECT COUNT(*) FROM memories m WHERE raw = 1 AND {where}), "
-                        f"(SELECT COUNT(*) FROM passages p JOIN memories m ON m.org_id = p.org_id "
-                        f"AND m.rowid = p.memory_rowid WHERE {where}), "
-                        f"(SELECT COUNT(*) FROM passages p JOIN memories m ON m.org_id = p.org_id "
-                        f"AND m.rowid = p.memory_rowid WHERE p.vec IS NOT NULL AND {where}), "
-                        "pg_database_size(current_database())", [*params, *params, *params])
+        row = self._one(sql.COUNT_STORED.format(where=where), [*params, *params, *params])
         assert row is not None
         episodes, passages, vectors, size = row
         # the database holds every org: its size is no count of one org's or one user's data
@@ -609,7 +564,7 @@ class PostgresStore(PostgresOps, PostgresInjections, PostgresShares, PostgresAud
         }
 
     def embed_backlog(self) -> int:
-        row = self._one("SELECT COUNT(*) FROM passages WHERE vec IS NULL")
+        row = self._one(sql.EMBED_BACKLOG_SELECT_PASSAGES)
         assert row is not None
         return int(row[0])
 
@@ -621,19 +576,17 @@ class PostgresStore(PostgresOps, PostgresInjections, PostgresShares, PostgresAud
         where, params = _scope(scope)
         fwhere, fparams = _filters(filters)
         return {r for (r,) in self._all(
-            f"SELECT m.rowid FROM memories m WHERE m.rowid = ANY(%s) AND {where} AND {fwhere}",
+            sql.ACCEPT_SELECT_MEMORIES.format(where=where, fwhere=fwhere),
             [list(rowids), *params, *fparams])}
 
     def _idf(self, terms: Sequence[str]) -> list[float]:
         """Each term's inverse document frequency over the whole store, as BM25 weighs
         it; the count of a very common word stops at ``_DF_CAP`` (it weighs little then)."""
-        plain = f"plainto_tsquery('{TSCONFIG}', %s)"
+        plain = f"plainto_tsquery('{sql.TSCONFIG}', %s)"
         counts = ", ".join(f"(SELECT COUNT(*) FROM (SELECT 1 FROM passages WHERE body @@ {plain} "
                            f"LIMIT {_DF_CAP}) d)" for _ in terms)
         # an estimate is coarse on a small table: there it is counted, in the same statement
-        row = self._one(f"SELECT (SELECT CASE WHEN COALESCE(reltuples, 0) < {_DF_CAP * 5} "
-                        f"THEN (SELECT COUNT(*) FROM passages)::float8 ELSE reltuples END "
-                        f"FROM pg_class WHERE oid = 'passages'::regclass), {counts}", list(terms))
+        row = self._one(sql.DOCUMENT_FREQUENCIES.format(DF_CAP=_DF_CAP * 5, counts=counts), list(terms))
         assert row is not None
         n = float(row[0] or 0)
         return [math.log(1 + (max(n, df) - df + 0.5) / (df + 0.5)) for df in row[1:]]
@@ -647,7 +600,7 @@ class PostgresStore(PostgresOps, PostgresInjections, PostgresShares, PostgresAud
         terms = list(dict.fromkeys(t for t in terms if t.strip()))
         if not terms:
             return []
-        plain = f"plainto_tsquery('{TSCONFIG}', %s)"
+        plain = f"plainto_tsquery('{sql.TSCONFIG}', %s)"
         weights = f"{{{float(context_weight)!r}, 0, 0, 1.0}}"
         match = "(p.body @@ t.q OR p.context @@ t.q)" if context_weight else "p.body @@ t.q"
         # each term's query built once, and each matching row's weighted document once
@@ -659,12 +612,8 @@ class PostgresStore(PostgresOps, PostgresInjections, PostgresShares, PostgresAud
         where, params = _scope(scope)
         fwhere, fparams = _filters(filters)
         rows = self._all(
-            f"WITH e AS MATERIALIZED (SELECT {each}), t AS MATERIALIZED (SELECT e.*, {whole} AS q FROM e) "
-            f"SELECT d.memory_rowid, {score} AS s FROM t, "
-            f"(SELECT p.rowid, p.memory_rowid, setweight(p.body, 'A') || setweight(p.context, 'D') "
-            f"AS doc FROM t, passages p JOIN memories m ON m.org_id = p.org_id "
-            f"AND m.rowid = p.memory_rowid WHERE {match} AND {where} AND {fwhere} OFFSET 0) d "
-            f"ORDER BY s DESC, d.rowid LIMIT %s",
+            sql.FULLTEXT_RANKED.format(each=each, whole=whole, score=score, match=match, where=where,
+                                       fwhere=fwhere),
             [*terms, *self._idf(terms), *params, *fparams, limit * 2])
         best: dict[int, float] = {}
         for rowid, score_ in rows:
@@ -679,17 +628,14 @@ class PostgresStore(PostgresOps, PostgresInjections, PostgresShares, PostgresAud
         fwhere, fparams = _filters(filters)
         vec = np.asarray(query, dtype=np.float32)
         rows = self._all(
-            f"SELECT c.memory_rowid, c.d FROM (SELECT p.memory_rowid, p.vec <=> %s AS d "
-            f"FROM passages p JOIN memories m ON m.org_id = p.org_id AND m.rowid = p.memory_rowid "
-            f"WHERE p.vec IS NOT NULL AND {where} AND {fwhere} ORDER BY p.vec <=> %s LIMIT %s) c "
-            f"ORDER BY c.d, c.memory_rowid", [vec, *params, *fparams, vec, limit * 3])
+            sql.VECTOR_NEAREST.format(where=where, fwhere=fwhere), [vec, *params, *fparams, vec, limit * 3])
         best: dict[int, float] = {}
         for rowid, distance in rows:
             best.setdefault(rowid, 1.0 - float(distance))
         return list(best.items())[:limit]
 
     def roles(self, rowids: Sequence[int]) -> dict[int, str | None]:
-        return dict(self._all("SELECT rowid, role FROM memories WHERE rowid = ANY(%s)",
+        return dict(self._all(sql.ROLES_SELECT_MEMORIES,
                               (list(rowids),)))
 
     def neighbors(self, rowids: Sequence[int], window: int, scope: Scope,
@@ -707,12 +653,7 @@ class PostgresStore(PostgresOps, PostgresInjections, PostgresShares, PostgresAud
                     f"AND {where} AND {fwhere} ORDER BY n.rowid {order} LIMIT %s")
 
         return [(int(r), int(seed)) for r, seed in self._all(
-            f"SELECT x.rowid, e.rowid FROM unnest(%s::bigint[]) WITH ORDINALITY AS s(seed, i) "
-            f"JOIN memories e ON e.rowid = s.seed AND e.raw = 1 AND e.session_id IS NOT NULL "
-            f"CROSS JOIN LATERAL (SELECT 0 AS side, b.rowid FROM "
-            f"({side('<', 'DESC')}) b UNION ALL SELECT 1, a.rowid FROM "
-            f"({side('>', 'ASC')}) a) x "
-            f"ORDER BY s.i, x.side, CASE WHEN x.side = 0 THEN -x.rowid ELSE x.rowid END",
+            sql.NEIGHBOURS.format(side=side('<', 'DESC'), side2=side('>', 'ASC')),
             [list(rowids), *params, *fparams, window, *params, *fparams, window])]
 
     def time_window(self, start: float, end: float, scope: Scope, filters: Filters,
@@ -720,8 +661,7 @@ class PostgresStore(PostgresOps, PostgresInjections, PostgresShares, PostgresAud
         where, params = _scope(scope)
         fwhere, fparams = _filters(filters)
         return [(r, t) for r, t in self._all(
-            f"SELECT m.rowid, m.event_time FROM memories m WHERE {where} AND {fwhere} "
-            f"AND m.event_time BETWEEN %s AND %s ORDER BY m.event_time DESC LIMIT %s",
+            sql.TIME_WINDOW_SELECT_MEMORIES.format(where=where, fwhere=fwhere),
             [*params, *fparams, start, end, limit])]
 
     # --- embedding and jobs -----------------------------------------------------------
@@ -730,7 +670,7 @@ class PostgresStore(PostgresOps, PostgresInjections, PostgresShares, PostgresAud
         if not passage_rowids:
             return []
         return [(int(r), str(t)) for r, t in self._all(
-            "SELECT rowid, text FROM passages WHERE vec IS NULL AND rowid = ANY(%s) ORDER BY rowid",
+            sql.UNEMBEDDED_SELECT_PASSAGES,
             (list(passage_rowids),))]
 
     def put_vectors(self, rows: Sequence[tuple[int, np.ndarray]], done_jobs: Sequence[Job],
@@ -738,13 +678,12 @@ class PostgresStore(PostgresOps, PostgresInjections, PostgresShares, PostgresAud
         now = time.time()
         with self.transaction():
             if renew_s is not None:
-                self._many("UPDATE jobs SET lease_until = %s WHERE rowid = %s",
+                self._many(sql.EXTEND_LEASE,
                            [(now + renew_s, j.rowid) for j in done_jobs])
                 done_jobs = []
-            self._many("UPDATE passages SET vec = %s WHERE rowid = %s AND vec IS NULL",
+            self._many(sql.SET_VECTOR,
                        [(np.asarray(v, dtype=np.float32), r) for r, v in rows])
-            self._many("UPDATE jobs SET state = 'done', lease_until = NULL, updated_at = %s "
-                       "WHERE rowid = %s", [(now, j.rowid) for j in done_jobs])
+            self._many(sql.FINISH_EMBED_JOB, [(now, j.rowid) for j in done_jobs])
 
     def claim_jobs(self, kind: str, limit: int, lease_s: float) -> list[Job]:
         """Take up to ``limit`` runnable jobs (queued, or running with an expired lease);
@@ -752,17 +691,11 @@ class PostgresStore(PostgresOps, PostgresInjections, PostgresShares, PostgresAud
         now = time.time()
         ready = ("kind = %s AND ((state = 'queued' AND run_after <= %s) "
                  "OR (state = 'running' AND lease_until < %s))")
-        if self._one(f"SELECT 1 FROM jobs WHERE {ready} LIMIT 1", (kind, now, now)) is None:
+        if self._one(sql.RUNNABLE_JOB.format(ready=ready), (kind, now, now)) is None:
             return []  # an idle worker looks without writing
         with self.transaction():
             rows = self._local.conn.execute(
-                f"UPDATE jobs j SET state = 'running', attempts = j.attempts + 1, lease_until = %s, "
-                f"updated_at = %s, idempotency_key = CASE WHEN "
-                f"starts_with(j.idempotency_key, '{COALESCE_PREFIX}') THEN NULL ELSE j.idempotency_key END "
-                f"FROM (SELECT org_id, rowid FROM jobs "
-                f"WHERE {ready} ORDER BY priority DESC, rowid LIMIT %s FOR UPDATE SKIP LOCKED) c "
-                f"WHERE j.org_id = c.org_id AND j.rowid = c.rowid "
-                f"RETURNING j.rowid, j.id, j.kind, j.payload, j.attempts, j.priority",
+                sql.CLAIM_JOBS_UPDATE.format(COALESCE_PREFIX=COALESCE_PREFIX, ready=ready),
                 (now + lease_s, now, kind, now, now, limit)).fetchall()
             if rows:
                 self._local.dirty = True
@@ -771,23 +704,19 @@ class PostgresStore(PostgresOps, PostgresInjections, PostgresShares, PostgresAud
 
     def release_jobs(self, jobs: Sequence[Job]) -> None:
         with self.transaction():
-            self._many("UPDATE jobs SET state = 'queued', attempts = attempts - 1, lease_until = NULL "
-                       "WHERE rowid = %s AND state = 'running'", [(j.rowid,) for j in jobs])
+            self._many(sql.RELEASE_JOBS_UPDATE, [(j.rowid,) for j in jobs])
 
     def queued(self, kind: str) -> list[str]:
         return [i for (i,) in self._all(
-            "SELECT id FROM jobs WHERE kind = %s AND (state = 'queued' OR "
-            "(state = 'running' AND lease_until < %s)) ORDER BY rowid", (kind, time.time()))]
+            sql.QUEUED_SELECT_JOBS, (kind, time.time()))]
 
     def fail_job(self, job: Job, error: str, retry_in: float | None) -> None:
         now = time.time()
         with self.transaction():
-            self._run("UPDATE jobs SET state = CASE WHEN %s OR attempts >= max_attempts "
-                      "THEN 'failed' ELSE 'queued' END, run_after = %s, lease_until = NULL, "
-                      "last_error = %s, updated_at = %s WHERE rowid = %s",
+            self._run(sql.FAIL_JOB_UPDATE_JOBS,
                       (retry_in is None, now + (retry_in or 0), error[:2000], now, job.rowid))
 
     def job_states(self, job_ids: Sequence[str]) -> dict[str, str]:
         if not job_ids:
             return {}
-        return dict(self._all("SELECT id, state FROM jobs WHERE id = ANY(%s)", (list(job_ids),)))
+        return dict(self._all(sql.JOB_STATES_SELECT_JOBS, (list(job_ids),)))

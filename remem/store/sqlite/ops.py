@@ -177,7 +177,7 @@ class DerivedOps:
             return []
         marks = ",".join("?" * len(rowids))
         return [tuple(r) for r in self.conn.execute(  # type: ignore[misc]
-            sql.EDGES_OF_SELECT.format(marks=marks, marks2=marks),
+            sql.EDGES_OF_SELECT.format(marks=marks),
             [*rowids, *rowids])]
 
     def edge_list(self, rowid: int, limit: int = 200) -> list[tuple[int, str, str, float]]:

@@ -68,15 +68,15 @@ class RetentionOps:
             dm = ",".join("?" * len(doomed))
             lost: dict[int, list[str]] = {}
             for memory, source in conn.execute(
-                    sql.COMPACT_SELECT_MEMORY_SOURCES.format(dm=dm, dm2=dm),
+                    sql.COMPACT_SELECT_MEMORY_SOURCES.format(dm=dm),
                     [*doomed, *doomed]):
                 lost.setdefault(memory, []).append(gone[source])
             # every turn of their sessions: a context may hold a turn it was not next to,
             # when the turns between were hidden at the time
             session = [r for (r,) in conn.execute(
-                sql.COMPACT_NEIGHBOURS.format(dm=dm, dm2=dm), [*doomed, *doomed])]
+                sql.COMPACT_NEIGHBOURS.format(dm=dm), [*doomed, *doomed])]
             words = purged_words(t for (t,) in conn.execute(
-                sql.COMPACT_SELECT_VERSIONS.format(dm=dm, dm2=dm), [*doomed, *doomed]))
+                sql.COMPACT_SELECT_VERSIONS.format(dm=dm), [*doomed, *doomed]))
             conn.execute(
                 sql.COMPACT_UPDATE_INJECTIONS.format(dm=dm), doomed)
             conn.execute(sql.COMPACT_DELETE_MEMORIES.format(dm=dm), doomed)

@@ -140,7 +140,7 @@ SET_STATUS_INSERT_VERSIONS = (
 PURGE_SELECT_MEMORIES = "SELECT id FROM memories WHERE rowid IN ({marks})"
 PURGE_SELECT_VERSIONS = (
     "SELECT text FROM versions WHERE memory_rowid IN ({marks}) UNION SELECT text FROM memories WHERE "
-    "rowid IN ({marks2})"
+    "rowid IN ({marks})"
 )
 PURGE_UPDATE_INJECTIONS = (
     "UPDATE injections SET text = NULL, query = NULL WHERE rowid IN (SELECT injection_rowid FROM "
@@ -312,7 +312,7 @@ SET_METADATA = "UPDATE memories SET metadata = ? WHERE rowid = ?"
 LINK_INSERT_EDGES = "INSERT INTO edges VALUES (?, ?, ?, ?, ?) ON CONFLICT (src, dst, type) {conflict}"
 EDGES_OF_SELECT = (
     "SELECT src, dst, type, weight FROM edges WHERE src IN ({marks}) UNION ALL SELECT dst, src, type,"
-    " weight FROM edges WHERE dst IN ({marks2})"
+    " weight FROM edges WHERE dst IN ({marks})"
 )
 EDGE_LIST_SELECT_EDGES = (
     "SELECT dst, type, 'out', weight FROM edges WHERE src = ? UNION ALL SELECT src, type, 'in', "
@@ -501,17 +501,17 @@ COMPACTABLE_EPISODES = (
 )
 COMPACT_SELECT_MEMORY_SOURCES = (
     "SELECT memory_rowid, episode_rowid FROM memory_sources WHERE episode_rowid IN ({dm}) AND "
-    "memory_rowid NOT IN ({dm2}) ORDER BY memory_rowid, episode_rowid"
+    "memory_rowid NOT IN ({dm}) ORDER BY memory_rowid, episode_rowid"
 )
 COMPACT_NEIGHBOURS = (
     "SELECT DISTINCT n.rowid FROM memories e JOIN memories n ON n.org_id = e.org_id AND n.session_id "
     "= e.session_id AND n.user_id IS e.user_id AND n.agent_id IS e.agent_id AND n.project IS "
     "e.project AND n.raw = 1 WHERE e.rowid IN ({dm}) AND e.session_id IS NOT NULL AND n.rowid NOT IN "
-    "({dm2})"
+    "({dm})"
 )
 COMPACT_SELECT_VERSIONS = (
     "SELECT text FROM versions WHERE memory_rowid IN ({dm}) UNION SELECT text FROM memories WHERE "
-    "rowid IN ({dm2})"
+    "rowid IN ({dm})"
 )
 COMPACT_UPDATE_INJECTIONS = (
     "UPDATE injections SET text = NULL, query = NULL WHERE rowid IN (SELECT injection_rowid FROM "

@@ -544,7 +544,7 @@ class SQLiteStore(DerivedOps, InjectionOps, ShareOps, AuditOps, SQLiteCopy, Rete
                 sql.PURGE_SELECT_MEMORIES.format(marks=marks), list(doomed))]
             near = self._around(conn, doomed)
             texts = [t for (t,) in conn.execute(
-                sql.PURGE_SELECT_VERSIONS.format(marks=marks, marks2=marks), [*doomed, *doomed])]
+                sql.PURGE_SELECT_VERSIONS.format(marks=marks), [*doomed, *doomed])]
             # what a model was handed with a purged memory in it says what the memory said
             conn.execute(
                 sql.PURGE_UPDATE_INJECTIONS.format(marks=marks), list(doomed))
