@@ -98,7 +98,7 @@ class PostgresOps:
             return []
         where, params = _shared(scope)
         return list(self._items(self._all(
-            sql.WITH_ENTITIES_SELECT_MEMORIES.format(where=where),
+            sql.WITH_ENTITIES.format(where=where),
             [[n.lower() for n in names], *params, limit])))
 
     # --- writing what the agent decided -------------------------------------------------

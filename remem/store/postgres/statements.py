@@ -237,7 +237,7 @@ SAME_EPISODE_SELECT_MEMORIES = (
     " IS NOT DISTINCT FROM %s AND event_time = %s AND text = %s LIMIT 1"
 )
 DERIVED_SELECT_MEMORIES = f"SELECT {COLUMNS} FROM memories m WHERE {{clauses}} ORDER BY m.rowid DESC LIMIT %s"
-WITH_ENTITIES_SELECT_MEMORIES = (
+WITH_ENTITIES = (
     f"SELECT {COLUMNS} FROM memories m WHERE m.rowid IN (SELECT e.memory_rowid FROM entities e WHERE "
     f"e.name = ANY(%s)) AND {{where}} AND m.status = 'active' ORDER BY m.rowid DESC LIMIT %s"
 )

@@ -1,4 +1,10 @@
-"""The SQLite adapter (the default): one file in WAL mode, sqlite3 from the standard library."""
+"""The SQLite adapter (the default): one file in WAL mode, sqlite3 from the standard library.
+
+``store.py`` is the store, with its concerns mixed in from ``ops.py``, ``audit.py``,
+``shares.py``, ``injections.py``, ``retention.py`` and ``copy.py``; ``statements.py`` holds every
+statement it runs, ``schema.py`` its migrations; ``fulltext.py`` and ``vectors.py`` are its
+in-memory indexes.
+"""
 
 from .store import SQLiteStore, require_store_file
 

@@ -106,7 +106,7 @@ class DerivedOps:
         where, params = _scope_where(scope)
         marks = ",".join("?" * len(names))
         rows = self.conn.execute(
-            sql.WITH_ENTITIES_SELECT.format(marks=marks, where=where),
+            sql.WITH_ENTITIES.format(marks=marks, where=where),
             [*[n.lower() for n in names], *params, limit]).fetchall()
         return list(self._items(rows))
 

@@ -58,12 +58,12 @@ COPY_SELECT = {
 
 # --- store.py -------------------------------------------------------------------------------
 
-STORED_EMBEDDER_SELECT_META = "SELECT key, value FROM meta WHERE key IN ('embedder', 'dim')"
+STORED_EMBEDDER = "SELECT key, value FROM meta WHERE key IN ('embedder', 'dim')"
 PRAGMA_FOREIGN_KEYS_SET = "PRAGMA foreign_keys = ON"
 PRAGMA_SYNCHRONOUS_SET = "PRAGMA synchronous = NORMAL"
 PRAGMA_SECURE_DELETE_SET = "PRAGMA secure_delete = ON"
 PRAGMA_BUSY_TIMEOUT_SET = "PRAGMA busy_timeout = {ms}"
-CHANGE_TOKEN_SELECT_META = "SELECT value FROM meta WHERE key = 'changes'"
+CHANGE_TOKEN = "SELECT value FROM meta WHERE key = 'changes'"
 BEGIN = "BEGIN IMMEDIATE"
 COMMIT = "COMMIT"
 SAVEPOINT = "SAVEPOINT {name}"
@@ -78,7 +78,7 @@ MIGRATE_INSERT_META = "INSERT INTO meta VALUES ('vector_generation', '0')"
 PRAGMA_USER_VERSION_SET = "PRAGMA user_version = {number}"
 RECORD_EMBEDDER = "INSERT OR IGNORE INTO meta VALUES ('embedder', ?)"
 RECORD_DIM = "INSERT OR IGNORE INTO meta VALUES ('dim', ?)"
-RESET_VECTORS_DELETE = "DELETE FROM vectors"
+DELETE_VECTORS = "DELETE FROM vectors"
 RESET_VECTORS_DELETE_VECTOR_DELETIONS = (
     "DELETE FROM vector_deletions WHERE rowid < (SELECT MAX(rowid) FROM vector_deletions)"
 )
@@ -275,7 +275,7 @@ SAME_EPISODE_SELECT_MEMORIES = (
     "AND project IS ? AND raw = 1 AND role IS ? AND event_time = ? AND text = ? LIMIT 1"
 )
 DERIVED_SELECT_MEMORIES = f"SELECT {COLUMNS} FROM memories m WHERE {{clauses}} ORDER BY m.rowid DESC LIMIT ?"
-WITH_ENTITIES_SELECT = (
+WITH_ENTITIES = (
     f"SELECT DISTINCT {COLUMNS} FROM entities e JOIN memories m ON m.rowid = e.memory_rowid WHERE "
     f"e.name IN ({{marks}}) AND {{where}} AND m.status = 'active' ORDER BY m.rowid DESC LIMIT ?"
 )

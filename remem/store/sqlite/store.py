@@ -178,7 +178,7 @@ class SQLiteStore(DerivedOps, InjectionOps, ShareOps, AuditOps, SQLiteCopy, Rete
         try:
             conn = sqlite3.connect(f"file:{Path(path).resolve()}?mode=ro", uri=True)
             try:
-                rows = dict(conn.execute(sql.STORED_EMBEDDER_SELECT_META))
+                rows = dict(conn.execute(sql.STORED_EMBEDDER))
             finally:
                 conn.close()
         except sqlite3.Error:
@@ -216,7 +216,7 @@ class SQLiteStore(DerivedOps, InjectionOps, ShareOps, AuditOps, SQLiteCopy, Rete
 
     def change_token(self) -> int:
         """A number that grows with every committed write, by any process or thread."""
-        row = self.conn.execute(sql.CHANGE_TOKEN_SELECT_META).fetchone()
+        row = self.conn.execute(sql.CHANGE_TOKEN).fetchone()
         return int(row[0]) if row else 0
 
     @contextmanager
@@ -352,7 +352,7 @@ class SQLiteStore(DerivedOps, InjectionOps, ShareOps, AuditOps, SQLiteCopy, Rete
         from ...model import new_id
 
         with self.write() as conn:
-            conn.execute(sql.RESET_VECTORS_DELETE)
+            conn.execute(sql.DELETE_VECTORS)
             # the log keeps its last entry only: a reader that sees the gap reloads all
             conn.execute(sql.RESET_VECTORS_DELETE_VECTOR_DELETIONS)
             conn.execute(sql.RESET_VECTORS_DELETE_JOBS)
