@@ -13,10 +13,10 @@ from ..policy import page_before
 from ..rows import row_to_audit
 from . import statements as sql
 
-__all__ = ["AuditOps"]
+__all__ = ["SQLiteAudit"]
 
 
-class AuditOps:
+class SQLiteAudit:
     """Writes and reads of the audit log."""
 
     conn: sqlite3.Connection

@@ -1,7 +1,7 @@
 """The injection log of the SQLite store: what each door handed to a model, whether the
 agent used it afterwards, and the heed rates that follow.
 
-:class:`InjectionOps` is mixed into :class:`~remem.store.sqlite.SQLiteStore`. Reads stay
+:class:`SQLiteInjections` is mixed into :class:`~remem.store.sqlite.SQLiteStore`. Reads stay
 inside the scope they are given (exactly: a field left out does not narrow); a write
 enforces the retention it is given, in the same transaction.
 """
@@ -21,7 +21,7 @@ from ..clauses import scope_sql
 from ..policy import page_before
 from . import statements as sql
 
-__all__ = ["InjectionOps"]
+__all__ = ["SQLiteInjections"]
 
 
 
@@ -30,7 +30,7 @@ def _where(scope: Scope, alias: str = "i") -> tuple[str, list[Any]]:
     return scope_sql(scope.model_copy(update={"nested": False}), alias)
 
 
-class InjectionOps:
+class SQLiteInjections:
     """Writes and reads of the injection log (mixed into SQLiteStore)."""
 
     # provided by SQLiteStore

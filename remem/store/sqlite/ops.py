@@ -1,7 +1,7 @@
 """The memory agent's part of the SQLite store: derived memories, merges, supersession,
 edges, entities, the mind map, strength, feedback, working memory and job control.
 
-:class:`DerivedOps` is mixed into :class:`~remem.store.sqlite.SQLiteStore`; every write
+:class:`SQLiteOps` is mixed into :class:`~remem.store.sqlite.SQLiteStore`; every write
 is one transaction, and every method that takes a scope stays inside it.
 """
 
@@ -21,14 +21,14 @@ from ..policy import HEAT_DECAY, REVIEW_NOTE, best_topic, least_trusted, row_pro
 from ..rows import TopicRow, job_info
 from . import statements as sql
 
-__all__ = ["DerivedOps"]
+__all__ = ["SQLiteOps"]
 
 def _scope_where(scope: Scope, alias: str = "m") -> tuple[str, list[Any]]:
     """The scope wall for memories shared across sessions: session_id does not narrow."""
     return scope_sql(scope.model_copy(update={"session_id": None}), alias)
 
 
-class DerivedOps:
+class SQLiteOps:
     """Queries and writes of the memory agent (mixed into SQLiteStore)."""
 
     # provided by SQLiteStore

@@ -1,7 +1,7 @@
 """The retention policy's part of the SQLite store: finding what is old, and compacting
 episodes (deleting them for good while what was derived from them stays).
 
-:class:`RetentionOps` is mixed into :class:`~remem.store.sqlite.SQLiteStore`; the rules
+:class:`SQLiteRetention` is mixed into :class:`~remem.store.sqlite.SQLiteStore`; the rules
 (which items, how old, what to do) live in :mod:`remem.govern.retention`.
 """
 
@@ -17,12 +17,12 @@ from ..clauses import aged_sql, scope_sql
 from ..policy import compacted_note, mentions, page_after, purged_words
 from . import statements as sql
 
-__all__ = ["RetentionOps"]
+__all__ = ["SQLiteRetention"]
 
 
 
 
-class RetentionOps:
+class SQLiteRetention:
     """``stored_before`` and ``compact`` (mixed into SQLiteStore)."""
 
     # provided by SQLiteStore

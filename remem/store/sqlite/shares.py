@@ -10,12 +10,12 @@ from ..clauses import share_filters
 from ..rows import row_to_share
 from . import statements as sql
 
-__all__ = ["ShareOps"]
+__all__ = ["SQLiteShares"]
 
 
 
 
-class ShareOps:
+class SQLiteShares:
     """``put_share`` / ``drop_share`` / ``shares`` of the SQLite store."""
 
     conn: sqlite3.Connection

