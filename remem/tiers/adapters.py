@@ -44,6 +44,7 @@ __all__ = [
     "render_pairs",
     "select_memories",
     "staleness",
+    "training_due",
     "write_manifest",
 ]
 
@@ -128,8 +129,9 @@ _KIND_TEMPLATES: dict[str, dict[str, str]] = {
     "en": {"preference": "What is the preference about {s}?", "convention": "What is the convention for {s}?",
            "pitfall": "What goes wrong with {s}, and the fix?", "procedure": "How is {s} done?",
            "decision": "What was decided about {s}?", "project": "What is the project fact about {s}?"},
-    "zh": {"preference": "{s}有什么偏好？", "convention": "{s}的约定是什么？", "pitfall": "{s}有什么坑，怎么解决？",
-           "procedure": "{s}怎么做？", "decision": "关于{s}做了什么决定？", "project": "{s}项目有什么情况？"},
+    "zh": {"preference": "{s}有什么偏好？", "convention": "{s}的约定是什么？",
+           "pitfall": "{s}有什么坑，怎么解决？", "procedure": "{s}怎么做？",
+           "decision": "关于{s}做了什么决定？", "project": "{s}项目有什么情况？"},
 }
 
 
@@ -229,6 +231,24 @@ def staleness(info: AdapterInfo, current: Mapping[str, MemoryItem]) -> dict[str,
         elif now.version != info.memory_versions.get(memory_id, now.version):
             reasons[memory_id] = "changed"
     return reasons
+
+
+def training_due(info: AdapterInfo | None, eligible: Sequence[MemoryItem], stale: Mapping[str, str],
+                 train_after: int) -> str | None:
+    """Why a scope's adapter should be (re)trained now, or None.
+
+    ``eligible``: what :func:`select_memories` chooses now; ``stale``: what
+    :func:`staleness` found for the current adapter; ``train_after``: how many eligible
+    memories the adapter does not hold yet make a new one worth training.
+    """
+    if not eligible:
+        return None
+    if info is None:
+        return f"no adapter yet; {len(eligible)} memories" if len(eligible) >= train_after else None
+    if stale:
+        return f"stale: {len(stale)} of its memories changed ({', '.join(sorted(set(stale.values())))})"
+    new = [m for m in eligible if m.id not in info.memory_ids]
+    return f"{len(new)} new memories" if len(new) >= train_after else None
 
 
 @dataclass(frozen=True)

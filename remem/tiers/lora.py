@@ -25,7 +25,8 @@ import shutil
 import tempfile
 import threading
 import time
-from collections.abc import Mapping, Sequence
+import warnings
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from types import ModuleType
@@ -40,7 +41,7 @@ from .parametric import AdapterInfo
 if TYPE_CHECKING:
     from .activation import ActivationMemory
 
-__all__ = ["LoraMemory", "TrainSettings", "prompt", "require_parametric"]
+__all__ = ["LoraMemory", "TrainSettings", "prompt", "require_parametric", "train_scope"]
 
 #: The projections LoRA adapts when the model has them (Llama, Mistral, Qwen and kin).
 PROJECTIONS = ("q_proj", "k_proj", "v_proj", "o_proj", "gate_proj", "up_proj", "down_proj")
@@ -167,12 +168,13 @@ class LoraMemory:
 
     def train(self, memories: Sequence[MemoryItem], base_model_dir: str | os.PathLike[str] | None = None, *,
               out_dir: str | os.PathLike[str] | None = None, options: Mapping[str, object] | None = None,
-              scope: Scope | None = None) -> AdapterInfo:
+              scope: Scope | None = None, progress: Callable[[int], object] | None = None) -> AdapterInfo:
         """Train an adapter on ``memories`` and save it in ``out_dir`` (default: a new
         temporary folder); the adapter loaded before, if any, stays loaded.
 
         ``base_model_dir``, when given, must be this instance's base model folder.
-        ``options`` are :class:`TrainSettings` fields; ``scope`` is recorded in the manifest.
+        ``options`` are :class:`TrainSettings` fields; ``scope`` is recorded in the
+        manifest; ``progress`` is called with each epoch done (a job renews its lease).
         """
         if base_model_dir is not None and (
                 self.base_model_dir is None or Path(base_model_dir).expanduser().resolve()
@@ -189,16 +191,19 @@ class LoraMemory:
             self.unload()
             started = time.perf_counter()
             pairs = [p for m in memories for p in render_pairs(m, phrasings=settings.phrasings)]
-            tuned = peft.get_peft_model(self._model, peft.LoraConfig(
-                r=settings.rank, lora_alpha=settings.alpha, lora_dropout=0.0, bias="none",
-                target_modules=_targets(self._model), task_type="CAUSAL_LM"))
+            with warnings.catch_warnings():  # peft calls a transformers method deprecated in 5.x
+                warnings.simplefilter("ignore", FutureWarning)
+                tuned = peft.get_peft_model(self._model, peft.LoraConfig(
+                    r=settings.rank, lora_alpha=settings.alpha, lora_dropout=0.0, bias="none",
+                    target_modules=_targets(self._model), task_type="CAUSAL_LM"))
             try:
-                loss = _fit(torch, tuned, self._tokenizer, pairs, settings)
+                loss = _fit(torch, tuned, self._tokenizer, pairs, settings, progress)
                 seconds = time.perf_counter() - started
                 target = Path(out_dir).expanduser() if out_dir is not None else Path(
                     tempfile.mkdtemp(prefix="remem-adapter-"))
                 target.mkdir(parents=True, exist_ok=True)
-                tuned.save_pretrained(str(target), safe_serialization=True)
+                # the embeddings are not adapted; saying so keeps peft from looking the base model up online
+                tuned.save_pretrained(str(target), safe_serialization=True, save_embedding_layers=False)
             finally:
                 self._model = tuned.unload()  # the base model's own modules back, unchanged
                 self._model.eval()
@@ -232,7 +237,10 @@ class LoraMemory:
                 raise ConfigError(f"{adapter_path}: trained on another base model "
                                   f"({info.base_model}); retrain it on {self.base_model_name}")
             self.unload()
-            self._peft = peft.PeftModel.from_pretrained(self._model, str(adapter_path), is_trainable=False)
+            with warnings.catch_warnings():  # peft calls a transformers method deprecated in 5.x
+                warnings.simplefilter("ignore", FutureWarning)
+                self._peft = peft.PeftModel.from_pretrained(self._model, str(adapter_path),
+                                                            is_trainable=False)
             self._peft.eval()
             self._info = info
             return info
@@ -275,12 +283,13 @@ class LoraMemory:
 
 
 def train_scope(lora: LoraMemory, memories: Sequence[MemoryItem], folder: Path, scope: Scope,
-                options: Mapping[str, object] | None = None) -> AdapterInfo:
+                options: Mapping[str, object] | None = None,
+                progress: Callable[[int], object] | None = None) -> AdapterInfo:
     """Train into a new folder beside ``folder`` and return its info (for a registry to install)."""
     folder.parent.mkdir(parents=True, exist_ok=True)
     built = Path(tempfile.mkdtemp(prefix=f".{folder.name}.", dir=folder.parent))
     try:
-        return lora.train(memories, out_dir=built, options=options, scope=scope)
+        return lora.train(memories, out_dir=built, options=options, scope=scope, progress=progress)
     except BaseException:
         shutil.rmtree(built, ignore_errors=True)
         raise
@@ -312,7 +321,8 @@ def _encode(tokenizer: Any, pair: Pair, max_tokens: int) -> tuple[list[int], int
     return ids, min(len(head), len(ids))
 
 
-def _fit(torch: Any, model: Any, tokenizer: Any, pairs: Sequence[Pair], settings: TrainSettings) -> float:
+def _fit(torch: Any, model: Any, tokenizer: Any, pairs: Sequence[Pair], settings: TrainSettings,
+         progress: Callable[[int], object] | None = None) -> float:
     """Train ``model``'s trainable weights on ``pairs``, the loss on the answers only;
     returns the mean loss of the last epoch."""
     examples = [_encode(tokenizer, p, settings.max_tokens) for p in pairs]
@@ -324,7 +334,7 @@ def _fit(torch: Any, model: Any, tokenizer: Any, pairs: Sequence[Pair], settings
     model.train()
     last: list[float] = []
     try:
-        for _ in range(settings.epochs):
+        for epoch in range(settings.epochs):
             order = list(range(len(examples)))
             rng.shuffle(order)
             last = []
@@ -343,6 +353,8 @@ def _fit(torch: Any, model: Any, tokenizer: Any, pairs: Sequence[Pair], settings
                 loss.backward()
                 optimiser.step()
                 last.append(float(loss.detach()))
+            if progress is not None:
+                progress(epoch + 1)
     finally:
         model.eval()
     return sum(last) / max(1, len(last))
