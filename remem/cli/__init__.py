@@ -21,6 +21,7 @@ def _app() -> Any:
         bench_activation,
         bench_extract,
         bench_orchestrate,
+        bench_parametric,
         commands,
         cube,
         demo,
@@ -31,6 +32,7 @@ def _app() -> Any:
         migrate,
         serve,
         share,
+        tiers,
         transfer,
         ui,
     )

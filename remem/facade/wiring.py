@@ -126,7 +126,7 @@ def build(config: Config, path: str | os.PathLike[str] | None, *, embedder: Embe
                                        lease_s=config.job_lease_s),
         "remind": remind_handler(store, listeners),
         "lora-train": lora_train_handler(store, AdapterRegistry(adapters_path(config, where)),
-                                         config.parametric, lease_s=config.job_lease_s),
+                                         config.parametric, lease_s=config.job_lease_s, clock=clock),
     })
     if config.parametric.base_model and config.parametric.train_after and _can_train():
         triggers.add(lora_trigger())

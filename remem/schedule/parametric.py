@@ -109,17 +109,17 @@ def lora_trigger() -> Trigger:
 
 
 def lora_train_handler(store: Store, registry: AdapterRegistry, config: ParametricConfig,
-                       lease_s: float = 60.0) -> Handler:
+                       lease_s: float = 60.0, clock: Callable[[], float] = time.time) -> Handler:
     """Runs ``lora-train`` jobs: ``{"scope": {...}, "force": bool}``. Trains when
     :func:`~remem.tiers.adapters.training_due` says so (or ``force``); the lease is renewed
-    after each epoch."""
+    after each epoch. ``clock`` tells the age of memories."""
 
     def run(job: Job) -> None:
         if config.base_model is None:
             raise ConfigError("lora-train needs the base model folder: set REMEM_LORA_MODEL")
         scope = Scope(**job.payload.get("scope", {}))
         current = registry.get(exact(scope))
-        chosen = eligible(store, scope, config)
+        chosen = eligible(store, scope, config, clock())
         stale = state(store, current).stale if current is not None else {}
         why = "asked" if job.payload.get("force") else training_due(current, chosen, stale,
                                                                      config.train_after or 1)
@@ -130,7 +130,7 @@ def lora_train_handler(store: Store, registry: AdapterRegistry, config: Parametr
         def renew(_: int) -> None:
             store.put_vectors([], [job], renew_s=lease_s)
 
-        info = train_adapter(store, registry, scope, config.base_model, config, progress=renew)
+        info = train_adapter(store, registry, scope, config.base_model, config, progress=renew, now=clock())
         store.finish_job(job, {"trained": True, "why": why, "memories": len(info.memory_ids),
                                "path": info.path})
 
