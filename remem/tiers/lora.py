@@ -35,13 +35,13 @@ from typing import TYPE_CHECKING, Any
 from ..errors import ConfigError, ValidationError
 from ..model import MemoryItem, Scope
 from .activation import load_causal_lm
-from .adapters import Pair, model_folder_sha256, now_utc, read_manifest, render_pairs, write_manifest
+from .adapters import model_folder_sha256, now_utc, read_manifest, render_pairs, write_manifest
 from .parametric import AdapterInfo
 
 if TYPE_CHECKING:
     from .activation import ActivationMemory
 
-__all__ = ["LoraMemory", "TrainSettings", "prompt", "require_parametric", "train_scope"]
+__all__ = ["LoraMemory", "TrainSettings", "fit", "prompt", "require_parametric", "train_scope"]
 
 #: The projections LoRA adapts when the model has them (Llama, Mistral, Qwen and kin).
 PROJECTIONS = ("q_proj", "k_proj", "v_proj", "o_proj", "gate_proj", "up_proj", "down_proj")
@@ -197,7 +197,8 @@ class LoraMemory:
                     r=settings.rank, lora_alpha=settings.alpha, lora_dropout=0.0, bias="none",
                     target_modules=_targets(self._model), task_type="CAUSAL_LM"))
             try:
-                loss = _fit(torch, tuned, self._tokenizer, pairs, settings, progress)
+                loss = fit(torch, tuned, self._tokenizer, [(prompt(p.question), p.answer) for p in pairs],
+                           settings, progress)
                 seconds = time.perf_counter() - started
                 target = Path(out_dir).expanduser() if out_dir is not None else Path(
                     tempfile.mkdtemp(prefix="remem-adapter-"))
@@ -311,21 +312,21 @@ def _pad_id(tokenizer: Any) -> int | None:
     return None
 
 
-def _encode(tokenizer: Any, pair: Pair, max_tokens: int) -> tuple[list[int], int]:
-    """A pair's token ids (prompt, then answer and end of text) and where the answer starts."""
-    head = tokenizer(prompt(pair.question))["input_ids"]
-    tail = tokenizer(" " + pair.answer, add_special_tokens=False)["input_ids"]
+def _encode(tokenizer: Any, head_text: str, answer: str, max_tokens: int) -> tuple[list[int], int]:
+    """A prompt and its answer as token ids (then end of text), and where the answer starts."""
+    head = tokenizer(head_text)["input_ids"]
+    tail = tokenizer(" " + answer, add_special_tokens=False)["input_ids"]
     if tokenizer.eos_token_id is not None:
         tail = [*tail, tokenizer.eos_token_id]
     ids = (head + tail)[:max_tokens]
     return ids, min(len(head), len(ids))
 
 
-def _fit(torch: Any, model: Any, tokenizer: Any, pairs: Sequence[Pair], settings: TrainSettings,
-         progress: Callable[[int], object] | None = None) -> float:
-    """Train ``model``'s trainable weights on ``pairs``, the loss on the answers only;
-    returns the mean loss of the last epoch."""
-    examples = [_encode(tokenizer, p, settings.max_tokens) for p in pairs]
+def fit(torch: Any, model: Any, tokenizer: Any, pairs: Sequence[tuple[str, str]], settings: TrainSettings,
+        progress: Callable[[int], object] | None = None) -> float:
+    """Train ``model``'s trainable weights on (prompt, answer) ``pairs``, the loss on the
+    answers only; returns the mean loss of the last 20 batches."""
+    examples = [_encode(tokenizer, head, answer, settings.max_tokens) for head, answer in pairs]
     pad = _pad_id(tokenizer) or 0
     rng = random.Random(settings.seed)
     torch.manual_seed(settings.seed)
@@ -337,7 +338,6 @@ def _fit(torch: Any, model: Any, tokenizer: Any, pairs: Sequence[Pair], settings
         for epoch in range(settings.epochs):
             order = list(range(len(examples)))
             rng.shuffle(order)
-            last = []
             for start in range(0, len(order), settings.batch_size):
                 batch = [examples[i] for i in order[start:start + settings.batch_size]]
                 width = max(len(ids) for ids, _ in batch)
@@ -352,7 +352,7 @@ def _fit(torch: Any, model: Any, tokenizer: Any, pairs: Sequence[Pair], settings
                 optimiser.zero_grad()
                 loss.backward()
                 optimiser.step()
-                last.append(float(loss.detach()))
+                last = [*last[-19:], float(loss.detach())]
             if progress is not None:
                 progress(epoch + 1)
     finally:
