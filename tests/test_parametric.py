@@ -343,7 +343,7 @@ def test_lifecycle_train_list_supersede_forget_and_the_job(base: Path, tmp_path:
         assert stale.stale == {kept[0].id: "changed", kept[1].id: "forgotten"}
         assert [s.info.path for s in m.adapters(memory_id=kept[2].id)] == [info.path]
 
-    runner = CliRunner()
+    runner = CliRunner(env={"REMEM_EMBEDDER": "hash", "REMEM_HOME": str(tmp_path / "home")})
     listed = runner.invoke(app, ["tiers", "list", "--db", str(db), "--json"])
     assert listed.exit_code == 0, listed.output
     [row] = json.loads(listed.stdout)
