@@ -360,3 +360,35 @@ def test_lifecycle_train_list_supersede_forget_and_the_job(base: Path, tmp_path:
         [fresh] = m.adapters(user_id="alice")
         assert not fresh.is_stale and kept[1].id not in fresh.info.memory_ids
         assert kept[2].id in fresh.info.memory_ids
+
+
+def test_the_chat_proxy_answers_with_a_local_model_reusing_the_core_blocks_cache(
+        base: Path, tmp_path: Path) -> None:
+    pytest.importorskip("fastapi")
+    from fastapi.testclient import TestClient
+
+    from remem import Config, Memory
+    from remem.serve.app import create_app
+    from remem.serve.local import LocalModelTransport, split_at_core
+    from remem.tiers import LoraMemory
+
+    prompt = "system: core\n\n## Found for the request\n- x\nuser: hi\nassistant:"
+    system = "core\n\n## Found for the request\n- x"
+    assert split_at_core(prompt, system) == ("system: core", prompt[len("system: core"):])
+
+    lora = LoraMemory(base)
+    transport = LocalModelTransport(lora, tmp_path / "kv", max_tokens=8)
+    with Memory(tmp_path / "m.db", config=Config(embedder="hash")) as m:
+        m.remember("I prefer pnpm over npm", kind="preference", user_id="alice")
+        app = create_app(m, upstream=transport)
+        with TestClient(app, base_url="http://127.0.0.1") as client:
+            asked = {"model": "local", "messages": [{"role": "user", "content": "which package manager?"}]}
+            first = client.post("/v1/chat/completions", json=asked, headers={"X-Remem-User": "alice"})
+            assert first.status_code == 200, first.text
+            assert first.json()["object"] == "chat.completion"
+            assert first.json()["usage"]["completion_tokens"] >= 1
+            built = transport._activation.cache
+            assert built is not None and built.source == "built"
+            again = client.post("/v1/chat/completions", json=asked, headers={"X-Remem-User": "alice"})
+            assert again.status_code == 200  # its search section may differ; its core block does not
+            assert transport._activation.cache.source == "memory"  # the core block was not prefilled again

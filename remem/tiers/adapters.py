@@ -300,7 +300,9 @@ class AdapterRegistry:
         if not self.root.is_dir():
             return []
         found = []
-        for folder in sorted(p for p in self.root.iterdir() if p.is_dir() and (p / MANIFEST).is_file()):
+        # a folder whose name starts with "." is one being trained or replaced
+        for folder in sorted(p for p in self.root.iterdir()
+                             if p.is_dir() and not p.name.startswith(".") and (p / MANIFEST).is_file()):
             try:
                 found.append(read_manifest(folder))
             except ConfigError:
