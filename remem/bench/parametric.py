@@ -39,6 +39,8 @@ __all__ = ["Fact", "facts", "measure"]
 #: Notes in an open-book prompt: the fact asked about and one other.
 NOTES = 2
 LATENCY_SAMPLES = 12
+#: Questions per pretraining step.
+PRETRAIN_BATCH = 8
 
 _SYLLABLES = ("ka", "lo", "mi", "ren", "tas", "vo", "zu", "bel", "dor", "fin", "gar", "hul", "jex",
               "kor", "lum", "nax", "pim", "quo", "ros", "sil", "tev", "ur", "wyn", "xal", "yor", "zed")
@@ -95,7 +97,7 @@ def _pretrain(torch: Any, model: Any, tokenizer: Any, corpus: Sequence[Fact], st
     rng = random.Random(seed)
     memories = [f.memory(f"g{i}") for i, f in enumerate(corpus)]
     pairs = [p for m in memories for p in render_pairs(m, phrasings=99) + render_pairs(m, held_out=True)]
-    batch = 16
+    batch = PRETRAIN_BATCH
     examples: list[tuple[str, str]] = []
     for _ in range(steps * batch):
         pair = rng.choice(pairs)
@@ -164,14 +166,14 @@ def measure(*, memories: int = 32, corpus: int = 200, pretrain_steps: int = 600,
         started = time.perf_counter()
         pretrain_loss = _pretrain(torch, model, tokenizer, generic, pretrain_steps, seed, progress)
         pretrain_s = time.perf_counter() - started
-        note = (f"trained from scratch here: {pretrain_steps} steps of 16 questions about {corpus} "
-                f"other synthetic facts (final loss {pretrain_loss:.3f})")
+        note = (f"trained from scratch here: {pretrain_steps} steps of {PRETRAIN_BATCH} questions about "
+                f"{corpus} other synthetic facts (final loss {pretrain_loss:.3f})")
     else:
         model, tokenizer = load_causal_lm(model_dir)
         note = f"loaded from {model_dir}"
     lora = LoraMemory(model=model, tokenizer=tokenizer)
     items = [f.memory(f"m{i}") for i, f in enumerate(held)]
-    settings = {"epochs": 16, "lr": 5e-3, "rank": 16, "alpha": 32, **(options or {})}
+    settings = {"epochs": 12, "lr": 5e-3, "rank": 16, "alpha": 32, **(options or {})}
     with tempfile.TemporaryDirectory(prefix="remem-bench-lora-") as tmp:
         info = lora.train(items, out_dir=Path(tmp) / "adapter", options=settings)
         progress(f"adapter trained in {info.metrics['train_seconds']:.0f} s")

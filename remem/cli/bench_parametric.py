@@ -18,9 +18,9 @@ from .output import err_console, out_console
 def parametric(
     memories: Annotated[int, typer.Option(min=4, help="Memories (synthetic facts) in the adapter.")] = 32,
     pretrain_steps: Annotated[int, typer.Option(
-        min=1, help="Steps (16 questions each) training the small base model from scratch.")] = 600,
+        min=1, help="Steps (8 questions each) training the small base model from scratch.")] = 600,
     corpus: Annotated[int, typer.Option(min=10, help="Other facts the base model is pretrained on.")] = 200,
-    epochs: Annotated[int, typer.Option(min=1, help="Epochs of adapter training.")] = 16,
+    epochs: Annotated[int, typer.Option(min=1, help="Epochs of adapter training.")] = 12,
     model: Annotated[Path | None, typer.Option(
         exists=True, file_okay=False,
         help="A local causal LM folder to use as it is (default: a small Llama trained here).")] = None,
