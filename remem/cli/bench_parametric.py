@@ -22,8 +22,9 @@ def parametric(
     corpus: Annotated[int, typer.Option(min=10, help="Other facts the base model is pretrained on.")] = 200,
     epochs: Annotated[int, typer.Option(min=1, help="Epochs of adapter training.")] = 12,
     model: Annotated[Path | None, typer.Option(
-        exists=True, file_okay=False,
-        help="A local causal LM folder to use as it is (default: a small Llama trained here).")] = None,
+        exists=True, file_okay=False, envvar="REMEM_TEST_MODEL_DIR",
+        help="A local causal LM folder to use as it is (default: $REMEM_TEST_MODEL_DIR, else a "
+             "small Llama trained here).")] = None,
     threads: Annotated[int | None, typer.Option(
         min=1, help="Threads torch may use (default: its own choice, printed).")] = None,
     as_json: JsonOpt = False,
