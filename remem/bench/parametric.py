@@ -40,7 +40,8 @@ __all__ = ["Fact", "facts", "measure"]
 NOTES = 2
 LATENCY_SAMPLES = 12
 #: Questions per pretraining step.
-PRETRAIN_BATCH = 8
+PRETRAIN_BATCH = 16
+PRETRAIN_LR = 3e-3
 
 _SYLLABLES = ("ka", "lo", "mi", "ren", "tas", "vo", "zu", "bel", "dor", "fin", "gar", "hul", "jex",
               "kor", "lum", "nax", "pim", "quo", "ros", "sil", "tev", "ur", "wyn", "xal", "yor", "zed")
@@ -107,7 +108,7 @@ def _pretrain(torch: Any, model: Any, tokenizer: Any, corpus: Sequence[Fact], st
             rng.shuffle(notes)
         examples.append((prompt(pair.question, notes), pair.answer))
     started = time.perf_counter()
-    settings = TrainSettings(epochs=1, lr=3e-3, batch_size=batch, seed=seed)
+    settings = TrainSettings(epochs=1, lr=PRETRAIN_LR, batch_size=batch, seed=seed)
     loss = fit(torch, model, tokenizer, examples, settings)
     progress(f"pretrained {steps} steps in {time.perf_counter() - started:.0f} s, last loss {loss:.3f}")
     return loss
@@ -143,7 +144,7 @@ def _score(answers: Sequence[tuple[str, Fact]]) -> dict[str, float]:
     }
 
 
-def measure(*, memories: int = 32, corpus: int = 200, pretrain_steps: int = 600, hidden: int = 128,
+def measure(*, memories: int = 32, corpus: int = 200, pretrain_steps: int = 450, hidden: int = 128,
             layers: int = 4, model_dir: Path | None = None, threads: int | None = None,
             options: dict[str, float] | None = None, seed: int = 0,
             progress: Callable[[str], object] = lambda line: None) -> dict[str, Any]:

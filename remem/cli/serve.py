@@ -48,7 +48,7 @@ def serve(
     local_model: Annotated[Path | None, typer.Option(
         "--local-model", exists=True, file_okay=False, metavar="DIR",
         help="Answer the chat proxy with this local model folder, in this process, reusing "
-        "the KV cache of the core memory block (needs remem[parametric]).")] = None,
+        "the KV cache of the core memory block (needs remem\\[parametric]).")] = None,
     adapter: Annotated[Path | None, typer.Option(
         exists=True, file_okay=False, metavar="DIR",
         help="A LoRA adapter folder (see remem tiers list) to load on --local-model.")] = None,

@@ -52,8 +52,10 @@ def train(
     db: DbOpt = None, org: OrgOpt = None, user: UserOpt = None, agent: AgentOpt = None,
     project: ProjectOpt = None, as_json: JsonOpt = False,
 ) -> None:
-    """Train (or retrain) the LoRA adapter of a scope from its canonical, often used, stable
-    memories, and store it beside the store (safetensors and a manifest).
+    """Train (or retrain) the LoRA adapter of a scope from its memories.
+
+    The memories that go in are the scope's canonical, often used, stable ones (see
+    --dry-run); the adapter is stored beside the store (safetensors and a manifest).
 
     Needs pip install "remem\\[parametric]".
 
@@ -89,8 +91,10 @@ def list_(
     db: DbOpt = None, org: OrgOpt = None, user: UserOpt = None, agent: AgentOpt = None,
     project: ProjectOpt = None, as_json: JsonOpt = False,
 ) -> None:
-    """Show the adapters of the store: their scope, the memories they hold, and whether
-    any of those changed since (stale: retrain with remem tiers train).
+    """Show the adapters of the store, what they hold, and whether they are stale.
+
+    Stale: a memory an adapter holds was superseded, edited, forgotten or purged since
+    it was trained; retrain it with remem tiers train.
 
     Example: remem tiers list --user alice --memories
     """
