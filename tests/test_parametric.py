@@ -392,3 +392,14 @@ def test_the_chat_proxy_answers_with_a_local_model_reusing_the_core_blocks_cache
             again = client.post("/v1/chat/completions", json=asked, headers={"X-Remem-User": "alice"})
             assert again.status_code == 200  # its search section may differ; its core block does not
             assert transport._activation.cache.source == "memory"  # the core block was not prefilled again
+
+
+def test_training_without_the_extra_says_what_to_install(monkeypatch: pytest.MonkeyPatch,
+                                                         tmp_path: Path) -> None:
+    import sys
+
+    from remem.tiers import LoraMemory
+
+    monkeypatch.setitem(sys.modules, "peft", None)
+    with pytest.raises(ConfigError, match=r"remem\[parametric\]"):
+        LoraMemory(tmp_path).train(facts())
