@@ -403,3 +403,19 @@ def test_training_without_the_extra_says_what_to_install(monkeypatch: pytest.Mon
     monkeypatch.setitem(sys.modules, "peft", None)
     with pytest.raises(ConfigError, match=r"remem\[parametric\]"):
         LoraMemory(tmp_path).train(facts())
+
+
+def test_the_job_is_off_unless_configured(tmp_path: Path) -> None:
+    import importlib.util
+
+    from remem import Config, Memory
+    from remem.config import ParametricConfig
+
+    assert Config.from_env({"REMEM_LORA_MODEL": "/models/m", "REMEM_LORA_TRAIN_AFTER": "5"}).parametric == \
+        ParametricConfig(base_model="/models/m", train_after=5)
+    installed = all(importlib.util.find_spec(n) is not None for n in ("torch", "peft", "transformers"))
+    on = Config(embedder="hash", parametric=ParametricConfig(base_model=str(tmp_path), train_after=3))
+    for config, wanted in ((Config(embedder="hash"), False), (on, installed)):
+        with Memory(tmp_path / f"{wanted}.db", config=config) as m:
+            assert ("lora-train" in {t.job for t in m.triggers.rules}) is wanted
+            assert "lora-train" in m.worker.handlers  # a job asked for by hand still runs
