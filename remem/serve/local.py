@@ -70,6 +70,7 @@ class LocalModelTransport(httpx.AsyncBaseTransport):
         self.cache_dir = Path(cache_dir)
         self.max_tokens = max_tokens
         self._activation: Any = None
+        self._built_for: tuple[int, str | None] | None = None
         self._lock = threading.Lock()
 
     async def handle_async_request(self, request: httpx.Request) -> httpx.Response:
@@ -114,8 +115,12 @@ class LocalModelTransport(httpx.AsyncBaseTransport):
             return out.text.strip(), out.prompt_tokens, len(out.token_ids)
 
     def _activation_memory(self) -> Any:
-        if self._activation is None or self._activation.model is not self.lora.model:
+        # peft puts an adapter's layers into the same model object, so the adapter is compared too
+        loaded = self.lora.info()
+        now = (id(self.lora.model), loaded.path if loaded is not None else None)
+        if self._activation is None or self._built_for != now:
             self._activation = self.lora.activation(self.cache_dir, name="proxy")
+            self._built_for = now
         return self._activation
 
 
