@@ -13,8 +13,8 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_valida
 from .errors import ConfigError
 from .model import KINDS
 
-__all__ = ["AgentConfig", "Config", "RedactionConfig", "RetentionConfig", "RetentionRule",
-           "RetrievalConfig", "ServerConfig", "cube_registry_path", "default_path", "is_url",
+__all__ = ["AgentConfig", "Config", "ParametricConfig", "RedactionConfig", "RetentionConfig", "RetentionRule",
+           "RetrievalConfig", "ServerConfig", "adapters_path", "cube_registry_path", "default_path", "is_url",
            "pg_server_path", "resolve_store", "signing_key_path"]
 
 
@@ -215,6 +215,32 @@ class RetentionConfig(BaseModel):
                                   "applies the rules (None: only when asked)")
 
 
+class ParametricConfig(BaseModel):
+    """Parametric memory (:mod:`remem.tiers.adapters`): LoRA adapters of a local model
+    trained from each scope's canonical, often used, stable memories.
+
+    The ``lora-train`` job runs after turns of a scope once ``train_after`` memories
+    that qualify are not in its adapter yet (or the adapter went stale); it is off unless
+    ``base_model`` and ``train_after`` are set and torch and peft are installed.
+    """
+
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+    base_model: str | None = Field(None, description="the local model folder adapters are "
+                                   "trained on (REMEM_LORA_MODEL)")
+    adapters: str | None = Field(None, description="the folder of adapters (REMEM_ADAPTERS); "
+                                 "None: <store file>.adapters beside an SQLite file, else "
+                                 "<home>/adapters")
+    train_after: int | None = Field(None, ge=1, description="qualifying memories not yet in a "
+                                    "scope's adapter that queue a lora-train job "
+                                    "(REMEM_LORA_TRAIN_AFTER); None: only when asked")
+    min_uses: int = Field(2, ge=0, description="uses a memory needs (unless pinned)")
+    min_age_days: float = Field(1.0, ge=0, description="days a memory must have stayed unchanged")
+    max_memories: int = Field(200, ge=1, description="the most memories one adapter holds")
+    options: dict[str, float] = Field(default_factory=dict, description="training settings "
+                                      "(rank, alpha, epochs, phrasings, lr, batch_size, seed)")
+
+
 class ServerConfig(BaseModel):
     """Settings of the REST service and its chat proxy (``remem serve``)."""
 
@@ -303,6 +329,7 @@ class Config(BaseModel):
     server: ServerConfig = Field(default_factory=ServerConfig)
     redaction: RedactionConfig = Field(default_factory=RedactionConfig)
     retention: RetentionConfig = Field(default_factory=RetentionConfig)
+    parametric: ParametricConfig = Field(default_factory=ParametricConfig)
 
     @field_validator("embedder")
     @classmethod
@@ -350,6 +377,11 @@ class Config(BaseModel):
                                   'rules, e.g. [{"items": "episodes", "older_than_days": 90, '
                                   '"action": "compact"}]') from None
             values["retention"] = {"rules": policy} if isinstance(policy, list) else policy
+        parametric = {name: env[f"REMEM_{var}"] for name, var in (
+            ("base_model", "LORA_MODEL"), ("adapters", "ADAPTERS"), ("train_after", "LORA_TRAIN_AFTER"))
+            if env.get(f"REMEM_{var}", "").strip()}
+        if parametric:
+            values["parametric"] = parametric
         if "REMEM_REDACT" in env:
             raw = env["REMEM_REDACT"].strip().lower()
             if raw not in {"0", "1", "true", "false", "yes", "no"}:
@@ -383,6 +415,15 @@ def signing_key_path(config: Config) -> Path:
 def cube_registry_path(config: Config) -> Path:
     """The folder of cube files (see ``Config.cube_registry``)."""
     return Path(config.cube_registry).expanduser() if config.cube_registry else _home(config) / "cubes"
+
+
+def adapters_path(config: Config, store: Path | str) -> Path:
+    """The folder of a store's adapters (see ``ParametricConfig.adapters``)."""
+    if config.parametric.adapters:
+        return Path(config.parametric.adapters).expanduser()
+    if isinstance(store, Path):
+        return store.with_name(f"{store.stem}.adapters")
+    return _home(config) / "adapters"
 
 
 def pg_server_path(config: Config) -> Path:

@@ -33,6 +33,7 @@ from .facade.aio import AsyncMemory
 from .facade.base import STATUSES
 from .facade.items import ItemMethods
 from .facade.logs import LogMethods
+from .facade.parametric import ParametricMethods
 from .facade.requests import RequestMethods
 from .facade.review import ReviewMethods
 from .facade.sharing import SharingMethods
@@ -64,7 +65,7 @@ def _close_at_exit(ref: weakref.ReferenceType[Memory]) -> None:
         memory.close()
 
 
-class Memory(ItemMethods, ReviewMethods, LogMethods, RequestMethods, SharingMethods):
+class Memory(ItemMethods, ReviewMethods, LogMethods, RequestMethods, SharingMethods, ParametricMethods):
     """A memory store in one SQLite file, with hybrid search and a background worker.
 
     >>> with Memory("team.db") as m:

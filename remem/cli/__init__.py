@@ -21,6 +21,7 @@ def _app() -> Any:
         bench_activation,
         bench_extract,
         bench_orchestrate,
+        bench_parametric,
         commands,
         cube,
         demo,
@@ -32,6 +33,7 @@ def _app() -> Any:
         pg,
         serve,
         share,
+        tiers,
         transfer,
         ui,
     )

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from typing import Annotated
+from typing import Annotated, Any
 
 import typer
 from rich.text import Text
@@ -162,10 +162,12 @@ def forget(
     """
     with open_memory(db) as m:
         item = m.forget(memory_id, reason=reason, **owner(org, user, agent, project))
+        held = m.adapters(memory_id=item.id)
     if as_json:
-        print_json(item.model_dump(mode="json"))
+        print_json({**item.model_dump(mode="json"), **_held(held)})
     else:
         typer.echo(f"forgot {item.id}")
+        _say_held(held, item.id)
 
 
 @app.command()
@@ -186,10 +188,25 @@ def purge(
             typer.confirm(f"Delete {memory_id} and everything derived from it for good?",
                           abort=True, err=True)
         deleted = m.purge(memory_id, **kwargs)
+        held = list({s.info.path: s for gone in deleted for s in m.adapters(memory_id=gone)}.values())
     if as_json:
-        print_json({"deleted": deleted})
+        print_json({"deleted": deleted, **_held(held)})
     else:
         typer.echo("\n".join(f"deleted {gone}" for gone in deleted))
+        _say_held(held, memory_id)
+
+
+def _held(states: list[Any]) -> dict[str, Any]:
+    """``{"held_by_adapters": [paths]}`` when adapters hold the memory, else nothing."""
+    return {"held_by_adapters": sorted({s.info.path for s in states})} if states else {}
+
+
+def _say_held(states: list[Any], memory_id: str) -> None:
+    from .tiers import adapter_note
+
+    note = adapter_note(states, memory_id)
+    if note:
+        err_console().print(note, highlight=False, soft_wrap=True)
 
 
 @app.command("list")

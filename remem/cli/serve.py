@@ -4,7 +4,8 @@ from __future__ import annotations
 
 import importlib.util
 import json
-from typing import Annotated
+from pathlib import Path
+from typing import Annotated, Any
 
 import typer
 from rich import box
@@ -44,6 +45,13 @@ def serve(
     upstream: Annotated[str | None, typer.Option(
         metavar="URL", help="OpenAI-compatible endpoint the chat proxy forwards to, e.g. "
         "http://localhost:11434/v1 (its key: REMEM_SERVER_UPSTREAM_API_KEY).")] = None,
+    local_model: Annotated[Path | None, typer.Option(
+        "--local-model", exists=True, file_okay=False, metavar="DIR",
+        help="Answer the chat proxy with this local model folder, in this process, reusing "
+        "the KV cache of the core memory block (needs remem\\[parametric]).")] = None,
+    adapter: Annotated[Path | None, typer.Option(
+        exists=True, file_okay=False, metavar="DIR",
+        help="A LoRA adapter folder (see remem tiers list) to load on --local-model.")] = None,
     db: DbOpt = None,
     as_json: JsonOpt = False,
 ) -> None:
@@ -53,6 +61,10 @@ def serve(
 
     Example: remem serve --port 8420 --upstream http://localhost:11434/v1
     """
+    if local_model is not None and upstream is not None:
+        fail("give --upstream or --local-model, not both")
+    if adapter is not None and local_model is None:
+        fail("--adapter needs --local-model")
     _need_server_extra()
     from .. import Config
     from ..config import ServerConfig
@@ -67,6 +79,10 @@ def serve(
     with open_memory(db, create=True) as memory:
         keys = memory.keys
         check_bind(server.host, keys)
+        transport = None
+        if local_model is not None:
+            with boundary():
+                transport = _local_transport(local_model, adapter, memory.adapters_dir / ".kv-cache")
         mode = (f"{keys.active()} active API key(s): requests need `Authorization: Bearer KEY`"
                 if keys.any() else "single-user mode, no API keys (add one with `remem keys create`)")
         console = err_console()
@@ -84,8 +100,22 @@ def serve(
             if server.upstream_base_url:
                 console.print(Text(f"chat proxy: /v1/chat/completions -> {server.upstream_base_url}"),
                               style="dim")
+            if local_model is not None:
+                console.print(Text(f"chat proxy: /v1/chat/completions -> {local_model} (in this process"
+                                   + (f", adapter {adapter})" if adapter else ")")), style="dim")
 
-        run(memory, server, ready=ready)
+        run(memory, server, ready=ready, upstream=transport)
+
+
+def _local_transport(model: Path, adapter: Path | None, cache_dir: Path) -> Any:
+    """The chat proxy's upstream as a local model (with an adapter) in this process."""
+    from ..serve.local import LocalModelTransport
+    from ..tiers.lora import LoraMemory
+
+    lora = LoraMemory(model)
+    if adapter is not None:
+        lora.load(adapter)
+    return LocalModelTransport(lora, cache_dir)
 
 
 @keys_app.command("create")

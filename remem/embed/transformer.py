@@ -21,6 +21,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 import numpy as np
+from threadpoolctl import threadpool_limits
 
 __all__ = ["Batch", "Encoder", "Tokenizer", "model_path"]
 
@@ -240,6 +241,12 @@ class Encoder:
 
     def hidden_states(self, batch: Batch) -> np.ndarray:
         """The last layer's states, (batch, length, hidden)."""
+        # BLAS threads that spin while they wait make these small products many times
+        # slower once the cores are busy with anything else (6-15 s against 0.6 s seen)
+        with threadpool_limits(1, user_api="blas"):
+            return self._forward(batch)
+
+    def _forward(self, batch: Batch) -> np.ndarray:
         w, H, NH = self.w, self.hidden, self.heads
         n, length = batch.ids.shape
         x = self.word_embeddings(batch.ids) + w["pos"][:length] + w["type"]

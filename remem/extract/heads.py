@@ -52,6 +52,9 @@ __all__ = [
 KIND_LABELS = ("none", "preference", "persona", "profile", "project", "convention", "pitfall",
                "procedure", "files", "decision", "fact", "event")
 INTENTS = ("statement", "update", "correction", "forget", "instruction", "chitchat", "keep")
+#: What the screening task tells apart: text that tries to instruct the agent against its
+#: user or its rules, and everything else.
+THREAT_LABELS = ("safe", "threat")
 LEVELS = ("user", "project", "session")
 PAIR_LABELS = ("supersede", "same", "compatible", "unrelated", "forget", "keep")
 
@@ -206,7 +209,10 @@ class Heads:
         kp, ip, lp = self._probs("kind", x), self._probs("intent", x), self._probs("level", x)
         if tuned is not None:
             kp, ip, lp = (tuned.get(t, p) for t, p in (("kind", kp), ("intent", ip), ("level", lp)))
-        tp = self._probs("threat", x)[:, 1] if "threat_w" in self._w else np.zeros(len(texts))
+        if tuned is not None and "threat" in tuned:
+            tp = tuned["threat"][:, 1]
+        else:
+            tp = self._probs("threat", x)[:, 1] if "threat_w" in self._w else np.zeros(len(texts))
         out = []
         for k, i, lv, t in zip(kp, ip, lp, tp, strict=False):
             best = 1 + int(k[1:].argmax())  # the likeliest kind worth keeping
@@ -244,6 +250,10 @@ class TunedReader:
         self.heads = {key[:-2]: (np.asarray(arrays[key], dtype=np.float32),
                                  np.asarray(arrays[f"{key[:-2]}_b"], dtype=np.float32))
                       for key in arrays if key.endswith("_w")}
+        #: the screening thresholds by trust level chosen with the ``threat`` task, if any
+        self.threat_thresholds = dict(zip(("user", "agent", "external"),
+                                          (float(t) for t in arrays.get("threat_thresholds", [])),
+                                          strict=False))
 
     @classmethod
     def load(cls, path: str | Path) -> TunedReader | None:
@@ -334,7 +344,7 @@ class Reader:
         if not texts:
             return []
         tuned = self.tuned("statements")
-        tasks = sorted(tuned.tasks() & {"kind", "intent", "level"}) if tuned is not None else []
+        tasks = sorted(tuned.tasks() & {"kind", "intent", "level", "threat"}) if tuned is not None else []
         probs = None
         if tuned is not None and tasks:
             keys = [(r, t) for r, t in zip(roles, texts, strict=True)]
@@ -360,6 +370,15 @@ class Reader:
             return tuned.pairs(olds, new)
         vecs = self.vectors([*olds, new])
         return self.heads.relate(vecs[:-1], vecs[-1], olds, new, new_probs)
+
+    @property
+    def threat_thresholds(self) -> dict[str, float]:
+        """The screening thresholds by trust level of whichever reads the threat: the
+        tuned statements reader when it does, else the linear head."""
+        tuned = self.tuned("statements")
+        if tuned is not None and "threat" in tuned.tasks() and tuned.threat_thresholds:
+            return tuned.threat_thresholds
+        return self.heads.threat_thresholds
 
     def tuned(self, model: str) -> TunedReader | None:
         """The tuned reader ``model`` (``pairs`` or ``statements``), if one ships."""

@@ -210,23 +210,34 @@ def _threat_head(stmts: list[dict[str, Any]], threats: list[dict[str, Any]],
     pred = (p >= 0.5).astype(int)
     # the hard negatives (look-alikes written for this head) say where a threshold must sit
     hard = np.array([i < len(threats) for i in range(len(rows))])[held]
-    trusts = np.array([_TRUST.get(r["role"], "user") for r in rows])[held]
-    thresholds, report_t = [], {}
-    for trust in THREAT_TRUSTS:
-        mine = trusts == trust
-        neg = p[hard & (truth == 0) & mine] if (hard & (truth == 0) & mine).sum() >= 15 \
-            else p[hard & (truth == 0)]
-        t = next((t for t in np.arange(0.3, 0.96, 0.05) if (neg >= t).mean() <= _FALSE_ALARMS[trust]),
-                 0.95)
-        thresholds.append(float(t))
-        pos = p[(truth == 1) & mine]
-        report_t[trust] = {"threshold": round(float(t), 2),
-                           "recall": round(float((pos >= t).mean()), 3) if len(pos) else None,
-                           "false_alarms": round(float((neg >= t).mean()), 3)}
+    trusts = [_TRUST.get(r["role"], "user") for r, h in zip(rows, held, strict=True) if h]
+    thresholds, report_t = screen_thresholds(p, truth, hard, trusts)
     report = {**_accuracy(pred, truth, [r["lang"] for r, h in zip(rows, held, strict=True) if h]),
               "by_trust": report_t}
     w, b = fit(x, y, 2, steps=steps)
     return w, b, np.array(thresholds, dtype=np.float32), report
+
+
+def screen_thresholds(p: np.ndarray, truth: np.ndarray, hard: np.ndarray, trusts: Sequence[str]
+                      ) -> tuple[list[float], dict[str, Any]]:
+    """The screening threshold for each trust level (:data:`THREAT_TRUSTS`): the lowest
+    that holds no more than that level's share (:data:`_FALSE_ALARMS`) of the held-out
+    look-alikes (``hard`` and not a threat), with the recall it gives. ``p``: held-out
+    threat probabilities; ``trusts``: each one's trust level."""
+    trust_of = np.array(trusts)
+    thresholds, report = [], {}
+    for trust in THREAT_TRUSTS:
+        mine = trust_of == trust
+        look_alikes = hard & (truth == 0)
+        neg = p[look_alikes & mine] if (look_alikes & mine).sum() >= 15 else p[look_alikes]
+        t = next((t for t in np.arange(0.3, 0.96, 0.05) if (neg >= t).mean() <= _FALSE_ALARMS[trust]),
+                 0.95)
+        thresholds.append(float(t))
+        pos = p[(truth == 1) & mine]
+        report[trust] = {"threshold": round(float(t), 2),
+                         "recall": round(float((pos >= t).mean()), 3) if len(pos) else None,
+                         "false_alarms": round(float((neg >= t).mean()), 3)}
+    return thresholds, report
 
 
 def main(argv: Sequence[str] | None = None) -> None:

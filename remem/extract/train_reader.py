@@ -35,7 +35,8 @@ from typing import Any
 import numpy as np
 
 from ..embed.transformer import Encoder
-from .heads import INTENTS, KIND_LABELS, LEVELS, PAIR_LABELS
+from .heads import INTENTS, KIND_LABELS, LEVELS, PAIR_LABELS, THREAT_LABELS
+from .train import _TRUST, screen_thresholds
 
 __all__ = ["MODELS", "Example", "TASKS", "load_examples", "main", "train"]
 
@@ -44,9 +45,10 @@ HERE = Path(__file__).parent / "training"
 TARGETS = ("q", "k", "v", "ao", "fi", "fo")
 #: each task's labels
 TASKS: dict[str, tuple[str, ...]] = {"pair": PAIR_LABELS, "kind": KIND_LABELS, "intent": INTENTS,
-                                     "level": LEVELS}
+                                     "level": LEVELS, "threat": THREAT_LABELS}
 #: the readers trained, and their tasks
-MODELS: dict[str, tuple[str, ...]] = {"pairs": ("pair",), "statements": ("kind", "intent", "level")}
+MODELS: dict[str, tuple[str, ...]] = {"pairs": ("pair",),
+                                      "statements": ("kind", "intent", "level", "threat")}
 
 
 @dataclass(frozen=True)
@@ -59,14 +61,17 @@ class Example:
     lang: str
     folder: str
     held: bool
+    #: the file it came from (its name without ``.jsonl``)
+    source: str = ""
 
 
-def _rows(pattern: str) -> list[tuple[str, dict[str, Any]]]:
+def _rows(pattern: str) -> list[tuple[str, str, dict[str, Any]]]:
+    """(folder, file name, row) for each row of the training files matching ``pattern``."""
     out = []
     for path in sorted([*HERE.glob(pattern), *HERE.glob(f"v2/{pattern}")]):
         for line in path.read_text(encoding="utf-8").splitlines():
             if line.strip():
-                out.append((path.parent.name, json.loads(line)))
+                out.append((path.parent.name, path.stem, json.loads(line)))
     return out
 
 
@@ -78,22 +83,32 @@ def load_examples(tasks: Sequence[str] = tuple(TASKS)) -> list[Example]:
     """Every labelled pair and statement of the training folders, for ``tasks``."""
     out: list[Example] = []
     if "pair" in tasks:
-        for folder, r in _rows("pairs_*.jsonl"):
+        for folder, source, r in _rows("pairs_*.jsonl"):
             if r.get("label") in PAIR_LABELS:
                 out.append(Example(r["old"], r["new"], {"pair": PAIR_LABELS.index(r["label"])},
-                                   r.get("lang", "en"), folder, _hash_held(r["old"] + r["new"])))
-    wanted = [t for t in ("kind", "intent", "level") if t in tasks]
-    if wanted:
-        seen: set[tuple[str, str]] = set()
-        for folder, r in _rows("statements_*.jsonl"):
-            role = r.get("role", "user")
-            if (role, r["text"]) in seen:
-                continue
-            seen.add((role, r["text"]))
+                                   r.get("lang", "en"), folder, _hash_held(r["old"] + r["new"]), source))
+    wanted = [t for t in ("kind", "intent", "level", "threat") if t in tasks]
+    if not wanted:
+        return out
+    # the screening files first: their lines are labelled for threat alone, and every
+    # other statement is a negative for it
+    rows = _rows("threats*.jsonl") if "threat" in wanted else []
+    rows += _rows("statements_*.jsonl")
+    seen: set[tuple[str, str]] = set()
+    for folder, source, r in rows:
+        role = r.get("role", "user")
+        if (role, r["text"]) in seen:
+            continue
+        seen.add((role, r["text"]))
+        if "threat" in r:
+            labels = {t: -1 for t in wanted} | {"threat": int(bool(r["threat"]))}
+        else:
             labels = {t: TASKS[t].index(r[t]) if r.get(t) in TASKS[t] else -1 for t in wanted}
-            if any(v >= 0 for v in labels.values()):
-                out.append(Example(role, r["text"], labels, r.get("lang", "en"), folder,
-                                   _hash_held(r["text"])))
+            if "threat" in wanted:
+                labels["threat"] = 0
+        if any(v >= 0 for v in labels.values()):
+            out.append(Example(role, r["text"], labels, r.get("lang", "en"), folder,
+                               _hash_held(r["text"]), source))
     return out
 
 
@@ -308,6 +323,19 @@ def _report(probs: dict[str, np.ndarray], examples: Sequence[Example]) -> dict[s
     return report
 
 
+def _screening(probs: dict[str, np.ndarray], examples: Sequence[Example]
+               ) -> tuple[np.ndarray, dict[str, Any]]:
+    """The screening thresholds by trust level, chosen on the held-out ``examples`` (see
+    :func:`remem.extract.train.screen_thresholds`), and what they give there."""
+    rows = [n for n, e in enumerate(examples) if e.labels.get("threat", -1) >= 0]
+    p = probs["threat"][rows, 1]
+    truth = np.array([examples[n].labels["threat"] for n in rows])
+    hard = np.array([examples[n].source.startswith("threats") for n in rows])
+    trusts = [_TRUST.get(examples[n].first, "user") for n in rows]
+    thresholds, report = screen_thresholds(p, truth, hard, trusts)
+    return np.array(thresholds, dtype=np.float32), report
+
+
 def train(*, tasks: Sequence[str] = MODELS["pairs"], epochs: int = 8, rank: int = 8, start: int = 6,
           lr: float = 2e-3, final: bool = True, evaluate: bool = True
           ) -> tuple[dict[str, np.ndarray], dict[str, Any]]:
@@ -322,15 +350,21 @@ def train(*, tasks: Sequence[str] = MODELS["pairs"], epochs: int = 8, rank: int 
     examples = load_examples(tasks)
     settings = {"epochs": epochs, "rank": rank, "start": start, "lr": lr}
     report: dict[str, Any] = {"examples": len(examples), "tasks": list(tasks), **settings}
-    model = None
+    model, thresholds = None, None
     if evaluate or not final:
         test = [e for e in examples if e.held]
         model = fit(encoder, [e for e in examples if not e.held], tasks, **settings)
-        report["heldout"] = _report(predict(encoder, model, test), test)
+        probs = predict(encoder, model, test)
+        report["heldout"] = _report(probs, test)
+        if "threat" in tasks:
+            thresholds, report["heldout"]["screening"] = _screening(probs, test)
         print(json.dumps(report), flush=True)
     if final:
         model = fit(encoder, examples, tasks, **settings)
-    return export(model), report
+    arrays = export(model)
+    if "threat" in tasks and thresholds is not None:
+        arrays["threat_thresholds"] = thresholds
+    return arrays, report
 
 
 def main(argv: Sequence[str] | None = None) -> None:

@@ -10,7 +10,7 @@ from __future__ import annotations
 import asyncio
 import builtins
 import os
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from datetime import datetime
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -40,6 +40,8 @@ if TYPE_CHECKING:
     )
     from ..organize.team import TeamPlan
     from ..schedule.orchestrate import DoResult
+    from ..tiers.adapters import AdapterState
+    from ..tiers.parametric import AdapterInfo
 
 __all__ = ["AsyncMemory"]
 
@@ -370,6 +372,32 @@ class AsyncMemory:
                              user_id: str | None = None, agent_id: str | None = None,
                              project: str | None = None, budget_tokens: int = 1000) -> None:
         await self._call("use_activation", locals())
+
+    # --- parametric memory (adapters) ------------------------------------------------
+
+    @property
+    def adapters_dir(self) -> Path:
+        return self.sync.adapters_dir
+
+    async def adapter_memories(self, *, org_id: str | None = None, user_id: str | None = None,
+                               agent_id: str | None = None,
+                               project: str | None = None) -> builtins.list[MemoryItem]:
+        return await self._call("adapter_memories", locals())
+
+    async def adapters(self, *, org_id: str | None = None, user_id: str | None = None,
+                       agent_id: str | None = None, project: str | None = None,
+                       memory_id: str | None = None) -> builtins.list[AdapterState]:
+        return await self._call("adapters", locals())
+
+    async def train_adapter(self, model_dir: str | Path | None = None, *, org_id: str | None = None,
+                            user_id: str | None = None, agent_id: str | None = None,
+                            project: str | None = None, options: Mapping[str, object] | None = None,
+                            lora: Any = None) -> AdapterInfo:
+        return await self._call("train_adapter", locals())
+
+    async def use_adapter(self, lora: Any, *, org_id: str | None = None, user_id: str | None = None,
+                          agent_id: str | None = None, project: str | None = None) -> AdapterState | None:
+        return await self._call("use_adapter", locals())
 
     # --- sharing, cubes, PAM ----------------------------------------------------------
 

@@ -125,7 +125,7 @@ class RequestMethods(FacadeBase):
         nothing). It is built once now."""
         self._check_open()
         scope = parse_scope(org_id=org_id, user_id=user_id, agent_id=agent_id, project=project)
-        where = scope.model_dump()
+        where = scope.model_dump(exclude={"nested"})
 
         def build(job: Job) -> None:
             block = self.context(**where, budget_tokens=budget_tokens).core_text

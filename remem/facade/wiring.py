@@ -3,12 +3,13 @@
 from __future__ import annotations
 
 import functools
+import importlib.util
 import os
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from ..config import Config, default_path
+from ..config import Config, adapters_path, default_path
 from ..embed import Embedder, create_embedder
 from ..extract.base import Extractor
 from ..extract.heads import Reader
@@ -30,12 +31,19 @@ from ..schedule import (
     prefetch_handler,
     retention_handler,
 )
+from ..schedule.parametric import lora_train_handler, lora_trigger
 from ..schedule.pending import PendingJobs
 from ..schedule.reminders import due_reminders, remind_handler
 from ..store import Store, create_store, is_url, require_store
+from ..tiers.adapters import AdapterRegistry
 from .ingest import Ingest
 
 __all__ = ["Parts", "build", "create_extractor"]
+
+
+def _can_train() -> bool:
+    """Whether the ``parametric`` extra is installed (looked up, not imported)."""
+    return all(importlib.util.find_spec(name) is not None for name in ("torch", "peft", "transformers"))
 
 
 def create_extractor(config: Config, reader: Reader) -> Extractor | None:
@@ -117,7 +125,11 @@ def build(config: Config, path: str | os.PathLike[str] | None, *, embedder: Embe
         "retention": retention_handler(store, config.retention, agent.mindmap,
                                        lease_s=config.job_lease_s),
         "remind": remind_handler(store, listeners),
+        "lora-train": lora_train_handler(store, AdapterRegistry(adapters_path(config, where)),
+                                         config.parametric, lease_s=config.job_lease_s, clock=clock),
     })
+    if config.parametric.base_model and config.parametric.train_after and _can_train():
+        triggers.add(lora_trigger())
     jobs = PendingJobs(store, worker, run_worker=config.run_worker)
     worker.after_step = jobs.notify
     contexts = ContextAssembler(store, ContextOptions(

@@ -19,6 +19,7 @@ with the job that asked for it.
 
 from __future__ import annotations
 
+import functools
 import logging
 import re
 import time
@@ -105,8 +106,13 @@ class MemoryAgent:
         self.reader = reader or Reader()
         self.chunk_tokens = chunk_tokens
         self.mindmap = MindMap(store, config.topic_max_size)
-        self.policy = ScreenPolicy(self.reader.heads.threat_thresholds) \
-            if self.reader.heads.threat_thresholds else ScreenPolicy()
+
+    @functools.cached_property
+    def policy(self) -> ScreenPolicy:
+        """When screened text is held: the thresholds come with whichever reader reads
+        threats, loaded on first use."""
+        thresholds = self.reader.threat_thresholds
+        return ScreenPolicy(thresholds) if thresholds else ScreenPolicy()
 
     # --- the extract job ------------------------------------------------------------------
 

@@ -28,7 +28,7 @@ Handler = Callable[[Job], None]
 
 #: Kinds of job that wait while jobs of other kinds are pending, because they read what
 #: those write.
-WAITS_FOR = {"prefetch": ("extract",), "kv-build": ("extract",)}
+WAITS_FOR = {"prefetch": ("extract",), "kv-build": ("extract",), "lora-train": ("extract",)}
 
 
 class Worker:

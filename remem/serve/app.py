@@ -5,6 +5,7 @@ from __future__ import annotations
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 
+import httpx
 from fastapi import Depends, FastAPI
 
 from .. import __version__
@@ -38,14 +39,17 @@ request is confined to its key's org, and to its user if the key has one. Errors
 """
 
 
-def create_app(memory: Memory, *, config: ServerConfig | None = None) -> FastAPI:
+def create_app(memory: Memory, *, config: ServerConfig | None = None,
+               upstream: httpx.AsyncBaseTransport | None = None) -> FastAPI:
     """The REST service of ``memory`` (an ASGI app). ``config`` defaults to
-    ``memory.config.server``. The caller keeps ownership of ``memory`` and closes it."""
+    ``memory.config.server``; ``upstream`` answers the chat proxy in this process (a
+    local model, :mod:`remem.serve.local`) instead of ``config.upstream_base_url``. The
+    caller keeps ownership of ``memory`` and closes it."""
     config = config or memory.config.server
     keys = memory.keys
     auth = Authenticator(keys)
     hub = EventHub(memory)
-    proxy = ChatProxy(memory, hub, config)
+    proxy = ChatProxy(memory, hub, config, transport=upstream)
 
     @asynccontextmanager
     async def lifespan(app: FastAPI) -> AsyncIterator[None]:

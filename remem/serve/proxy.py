@@ -143,16 +143,21 @@ class _AnswerReader:
 class ChatProxy:
     """Forwards chat requests to the upstream model with the user's memory added."""
 
-    def __init__(self, memory: Memory, hub: EventHub, config: ServerConfig) -> None:
+    def __init__(self, memory: Memory, hub: EventHub, config: ServerConfig, *,
+                 transport: httpx.AsyncBaseTransport | None = None) -> None:
         self.memory = memory
         self.hub = hub
         self.config = config
         self.base_url = config.upstream_base_url.rstrip("/") if config.upstream_base_url else None
+        #: answers in this process instead of over the network (a local model), when given
+        self.transport = transport
+        if transport is not None and self.base_url is None:
+            self.base_url = "http://local-model/v1"
         self._client: httpx.AsyncClient | None = None
 
     async def start(self) -> None:
         """Open the connection pool to the upstream."""
-        self._client = httpx.AsyncClient(timeout=_TIMEOUT)
+        self._client = httpx.AsyncClient(timeout=_TIMEOUT, transport=self.transport)
 
     async def stop(self) -> None:
         """Close the connection pool."""

@@ -7,6 +7,7 @@ import ipaddress
 import logging
 import socket
 from collections.abc import Callable
+from typing import Any
 
 from ..config import ServerConfig
 from ..errors import ConfigError
@@ -60,9 +61,10 @@ def listen(host: str, port: int) -> socket.socket:
 
 
 def serve(memory: Memory, config: ServerConfig, *, log_level: str = "info",
-          ready: Callable[[], object] | None = None) -> None:
+          ready: Callable[[], object] | None = None, upstream: Any = None) -> None:
     """Serve ``memory`` over HTTP until interrupted (Ctrl-C); ``ready`` is called once
-    the port is open, before the first request is answered."""
+    the port is open, before the first request is answered; ``upstream`` is an httpx
+    transport answering the chat proxy in this process (a local model)."""
     import uvicorn
 
     from .app import create_app
@@ -70,7 +72,7 @@ def serve(memory: Memory, config: ServerConfig, *, log_level: str = "info",
     check_bind(config.host, memory.keys)
     sock = listen(config.host, config.port)
     try:
-        app = create_app(memory, config=config)
+        app = create_app(memory, config=config, upstream=upstream)
         server = uvicorn.Server(uvicorn.Config(
             app, host=config.host, port=config.port, log_level=log_level, ws="none",
             timeout_graceful_shutdown=5, server_header=False))

@@ -51,7 +51,8 @@ if TYPE_CHECKING:
     import torch
     from transformers import DynamicCache
 
-__all__ = ["ActivationMemory", "Generation", "KVCache", "KVCacheError", "core_block", "require"]
+__all__ = ["ActivationMemory", "Generation", "KVCache", "KVCacheError", "core_block", "load_causal_lm",
+           "require"]
 
 log = logging.getLogger(__name__)
 
@@ -272,22 +273,8 @@ class ActivationMemory:
     def from_pretrained(cls, model_path: str | os.PathLike[str], cache_dir: str | os.PathLike[str], *,
                         name: str = "core", dtype: str | None = None) -> ActivationMemory:
         """Load a causal LM and its tokenizer from a local folder (never from a hub)."""
-        torch, transformers, _ = require()
-        folder = Path(model_path).expanduser()
-        if not folder.is_dir():
-            raise ConfigError(f"{folder}: not a folder; activation memory loads models from a local "
-                              f"folder only (config.json, weights and tokenizer files)")
-        kwargs: dict[str, Any] = {"local_files_only": True}
-        if dtype is not None:
-            if not isinstance(getattr(torch, dtype, None), torch.dtype):
-                raise ValidationError("dtype", f"{dtype!r} is not a torch dtype (e.g. 'float32', 'bfloat16')")
-            kwargs["dtype"] = getattr(torch, dtype)
-        try:
-            tokenizer = transformers.AutoTokenizer.from_pretrained(str(folder), local_files_only=True)
-            model = transformers.AutoModelForCausalLM.from_pretrained(str(folder), **kwargs)
-        except (OSError, ValueError) as exc:
-            raise ConfigError(f"{folder}: cannot load a causal language model from it: {exc}") from exc
-        return cls(model.eval(), tokenizer, cache_dir, name=name)
+        model, tokenizer = load_causal_lm(model_path, dtype=dtype)
+        return cls(model, tokenizer, cache_dir, name=name)
 
     @property
     def path(self) -> Path:
@@ -395,6 +382,26 @@ class ActivationMemory:
             if isinstance(value, int):
                 return value
         return None
+
+
+def load_causal_lm(model_path: str | os.PathLike[str], *, dtype: str | None = None) -> tuple[Any, Any]:
+    """A causal LM (in eval mode) and its tokenizer from a local folder (never from a hub)."""
+    torch, transformers, _ = require()
+    folder = Path(model_path).expanduser()
+    if not folder.is_dir():
+        raise ConfigError(f"{folder}: not a folder; remem loads models from a local folder only "
+                          f"(config.json, weights and tokenizer files)")
+    kwargs: dict[str, Any] = {"local_files_only": True}
+    if dtype is not None:
+        if not isinstance(getattr(torch, dtype, None), torch.dtype):
+            raise ValidationError("dtype", f"{dtype!r} is not a torch dtype (e.g. 'float32', 'bfloat16')")
+        kwargs["dtype"] = getattr(torch, dtype)
+    try:
+        tokenizer = transformers.AutoTokenizer.from_pretrained(str(folder), local_files_only=True)
+        model = transformers.AutoModelForCausalLM.from_pretrained(str(folder), **kwargs)
+    except (OSError, ValueError) as exc:
+        raise ConfigError(f"{folder}: cannot load a causal language model from it: {exc}") from exc
+    return model.eval(), tokenizer
 
 
 def _device(model: Any) -> Any:

@@ -1,10 +1,11 @@
 """Parametric memory: the interface for adapters (LoRA) trained from memories.
 
 Memories that hold for months (preferences, conventions, pitfalls with their fixes)
-could be trained into a small adapter on a local model, so the model knows them without
-their text in the prompt. This module fixes the interface such an implementation will
-have; remem ships none yet. An implementation trains an adapter from memories, loads and
-unloads one onto its base model, and says which one is loaded.
+can be trained into a small adapter on a local model, so the model knows them without
+their text in the prompt. This module fixes the interface: an implementation trains an
+adapter from memories, loads and unloads one onto its base model, and says which one is
+loaded. :class:`remem.tiers.lora.LoraMemory` is remem's (LoRA with peft); what goes
+into an adapter and the record kept of it are in :mod:`remem.tiers.adapters`.
 
 It needs nothing beyond remem itself; an implementation brings its own training stack.
 """
@@ -13,7 +14,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 from datetime import datetime
-from typing import Protocol, runtime_checkable
+from typing import Any, Protocol, runtime_checkable
 
 from pydantic import BaseModel, ConfigDict, Field
 
@@ -40,6 +41,10 @@ class AdapterInfo(BaseModel):
     created_at: datetime
     metrics: dict[str, float] = Field(default_factory=dict,
                                       description="e.g. final loss, recall on a probe set")
+    base_model_sha256: str | None = Field(None, description="sha256 of the base model's weight files")
+    scope: dict[str, str | None] = Field(default_factory=dict,
+                                         description="org_id, user_id, agent_id, project it was trained for")
+    settings: dict[str, Any] = Field(default_factory=dict, description="the training settings")
 
 
 @runtime_checkable
@@ -50,9 +55,10 @@ class ParametricMemory(Protocol):
     loaded; ``load`` does. Errors are :class:`remem.RememError` subclasses.
     """
 
-    def train(self, memories: Sequence[MemoryItem], *, out_dir: str | None = None,
-              options: Mapping[str, object] | None = None) -> AdapterInfo:
-        """Train an adapter from ``memories`` and save it (under ``out_dir`` when given)."""
+    def train(self, memories: Sequence[MemoryItem], base_model_dir: str | None = None, *,
+              out_dir: str | None = None, options: Mapping[str, object] | None = None) -> AdapterInfo:
+        """Train an adapter from ``memories`` on the base model (the one in
+        ``base_model_dir`` when given) and save it (under ``out_dir`` when given)."""
         ...
 
     def load(self, adapter_path: str) -> AdapterInfo:
