@@ -293,7 +293,9 @@ class Candidate(BaseModel):
     whether it updates or corrects something known; ``level`` whether it holds for the
     user in every project (stored outside any project) or for this project.
     ``replaces_only`` marks a change said too briefly to stand alone ("switched to tabs"):
-    it is kept only when it replaces a known memory.
+    it is kept only when it replaces a known memory. ``said`` is the statement in the
+    speaker's own words, when ``text`` rewords it: that is what is read against the
+    memories it may repeat or replace.
     """
 
     model_config = ConfigDict(frozen=True, extra="forbid")
@@ -311,6 +313,7 @@ class Candidate(BaseModel):
     intent: Intent = "statement"
     level: Level = "project"
     replaces_only: bool = False
+    said: str | None = None
 
 
 class JobInfo(BaseModel):

@@ -194,4 +194,5 @@ class RulesExtractor:
                          entities=_entities(text, subject), tags=[lang], event_time=event_time,
                          observed_at=when, confidence=round(r.kind_p, 3), source_ids=[ep.id],
                          rule=f"heads.{kind}", level=level, replaces_only=brief,
+                         said=unit.text if unit.text != text else None,
                          intent="statement" if r.intent in ("chitchat", "keep") else r.intent)  # type: ignore[arg-type]

@@ -209,7 +209,7 @@ class MemoryAgent:
             if normalise(m.text) == norm or ((m.subject or "") == cand.subject and jaccard(
                     mine, content_words(m.text)) >= self.config.merge_similarity):
                 return self._merge_or_refine(m, cand, session, metadata or {})
-        rels = relate(self.reader, cand.text, list({m.id: m for m in existing}.values()),
+        rels = relate(self.reader, cand.said or cand.text, list({m.id: m for m in existing}.values()),
                       change=cand.intent in ("update", "correction"))
         if rels and rels[0].action == "same" and rels[0].memory.kind == cand.kind:
             return self._merge_or_refine(rels[0].memory, cand, session, metadata or {})
