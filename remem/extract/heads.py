@@ -306,8 +306,10 @@ class Reader:
     """
 
     def __init__(self, heads: Heads | None = None, encoder: Any = None, *,
-                 cache_size: int = 20000, tuned: bool = True) -> None:
+                 cache_size: int = 20000, tuned: bool = True, tuned_weight: float = 1.0) -> None:
         self.heads = heads or Heads.load()
+        #: the tuned pairs reader's share of a pair's probabilities, the linear head's the rest
+        self.tuned_weight = tuned_weight
         #: the tuned readers, loaded on first use (``tuned=False``: the linear heads only)
         self._use_tuned = tuned
         self._tuned: dict[str, TunedReader | None] = {}
@@ -366,18 +368,25 @@ class Reader:
         if not olds:
             return np.zeros((0, len(PAIR_LABELS)), dtype=np.float32)
         tuned = self.tuned("pairs")
-        if tuned is not None:
+        if tuned is not None and self.tuned_weight >= 1.0:
             return tuned.pairs(olds, new)
         vecs = self.vectors([*olds, new])
-        return self.heads.relate(vecs[:-1], vecs[-1], olds, new, new_probs)
+        linear = self.heads.relate(vecs[:-1], vecs[-1], olds, new, new_probs)
+        if tuned is None:
+            return linear
+        return self.tuned_weight * tuned.pairs(olds, new) + (1.0 - self.tuned_weight) * linear
+
+    @property
+    def tuned_screening(self) -> bool:
+        """Whether the tuned statements reader reads threats (else the linear head does)."""
+        tuned = self.tuned("statements")
+        return tuned is not None and "threat" in tuned.tasks() and bool(tuned.threat_thresholds)
 
     @property
     def threat_thresholds(self) -> dict[str, float]:
-        """The screening thresholds by trust level of whichever reads the threat: the
-        tuned statements reader when it does, else the linear head."""
-        tuned = self.tuned("statements")
-        if tuned is not None and "threat" in tuned.tasks() and tuned.threat_thresholds:
-            return tuned.threat_thresholds
+        """The screening thresholds by trust level of whichever reads threats."""
+        if self.tuned_screening:
+            return self.tuned("statements").threat_thresholds  # type: ignore[union-attr]
         return self.heads.threat_thresholds
 
     def tuned(self, model: str) -> TunedReader | None:

@@ -8,11 +8,12 @@ running remote code, disabling checks, in any wording it learned, English and Ch
 is held for review, status ``held``: out of search, of every context block and of every
 model's system message, until a person approves or rejects it.
 
-The threshold for each trust level comes with the trained head: the lowest that holds at
-most 10% of the held-out look-alikes (legitimate text that resembles an attack) for the
-user's and the agent's words, 20% for text from anywhere, which may cost more false
-alarms; but never under a minimum (0.9, and 0.8 for text from anywhere), as the rules a
-user dictates for their agents read as instructions too, only less surely.
+The threshold for each trust level comes with the trained reader: the lowest that holds
+at most 10% of the held-out look-alikes (legitimate text that resembles an attack) for
+the user's and the agent's words, 20% for text from anywhere, which may cost more false
+alarms. The linear head's thresholds are never taken under a minimum (0.9, and 0.8 for
+text from anywhere): it reads the rules a user dictates for their agents as instructions
+too, only less surely.
 """
 
 from __future__ import annotations
@@ -46,7 +47,7 @@ class ScreenPolicy:
     def hold(self, threat_p: float, role: str | None) -> str | None:
         """Why text with this reading must be held for review, or None."""
         trust = trust_of(role)
-        if threat_p >= max(self.thresholds.get(trust, 0.9), self.minimum.get(trust, 0.9)):
+        if threat_p >= max(self.thresholds.get(trust, 0.9), self.minimum.get(trust, 0.0)):
             return (f"held for review: reads as an instruction to the agent (p={threat_p:.2f}, "
                     f"said by {trust})")
         return None

@@ -112,7 +112,12 @@ class MemoryAgent:
         """When screened text is held: the thresholds come with whichever reader reads
         threats, loaded on first use."""
         thresholds = self.reader.threat_thresholds
-        return ScreenPolicy(thresholds) if thresholds else ScreenPolicy()
+        if not thresholds:
+            return ScreenPolicy()
+        # the linear head reads a user's dictated rules as instructions too, less surely,
+        # so its thresholds keep a floor; the tuned reader's were chosen for it alone
+        return ScreenPolicy(thresholds, minimum={}) if self.reader.tuned_screening \
+            else ScreenPolicy(thresholds)
 
     # --- the extract job ------------------------------------------------------------------
 
