@@ -306,10 +306,8 @@ class Reader:
     """
 
     def __init__(self, heads: Heads | None = None, encoder: Any = None, *,
-                 cache_size: int = 20000, tuned: bool = True, tuned_weight: float = 1.0) -> None:
+                 cache_size: int = 20000, tuned: bool = True) -> None:
         self.heads = heads or Heads.load()
-        #: the tuned pairs reader's share of a pair's probabilities, the linear head's the rest
-        self.tuned_weight = tuned_weight
         #: the tuned readers, loaded on first use (``tuned=False``: the linear heads only)
         self._use_tuned = tuned
         self._tuned: dict[str, TunedReader | None] = {}
@@ -368,13 +366,10 @@ class Reader:
         if not olds:
             return np.zeros((0, len(PAIR_LABELS)), dtype=np.float32)
         tuned = self.tuned("pairs")
-        if tuned is not None and self.tuned_weight >= 1.0:
+        if tuned is not None:
             return tuned.pairs(olds, new)
         vecs = self.vectors([*olds, new])
-        linear = self.heads.relate(vecs[:-1], vecs[-1], olds, new, new_probs)
-        if tuned is None:
-            return linear
-        return self.tuned_weight * tuned.pairs(olds, new) + (1.0 - self.tuned_weight) * linear
+        return self.heads.relate(vecs[:-1], vecs[-1], olds, new, new_probs)
 
     @property
     def tuned_screening(self) -> bool:
