@@ -1,4 +1,4 @@
-"""The tuned readers: the bundled encoder with trained deltas reads statements and pairs.
+"""The tuned readers: the bundled encoder with trained deltas reads pairs and screens statements.
 
 The cases are worded apart from the training files (none of these sentences is in them).
 """
@@ -9,6 +9,7 @@ import numpy as np
 import pytest
 
 from remem.extract.heads import PAIR_LABELS, Reader, TunedReader, bundled_reader
+
 
 def needs(model: str) -> pytest.MarkDecorator:
     return pytest.mark.skipif(not bundled_reader(model).exists(),
@@ -35,18 +36,6 @@ def test_the_pairs_reader_tells_a_new_value_from_a_second_thing(
     probs = reader.relate([old], new, np.zeros(7))[0]
     label = PAIR_LABELS[int(probs.argmax())]
     assert (label == "supersede") == replaces, dict(zip(PAIR_LABELS, probs.round(2), strict=True))
-
-
-@needs("statements")
-def test_the_statements_reader_reads_kind_intent_and_level(reader: Reader) -> None:
-    brief, ask, chat, rule = reader.read([
-        "the CI runs on Buildkite now", "please drop what I told you about my sister's wedding",
-        "ok running the linter again", "in every repo I start, put the tests under tests/unit"],
-        ["user"] * 4)
-    assert brief.worth and brief.intent == "update"
-    assert ask.intent == "forget" and not ask.worth
-    assert not chat.worth
-    assert rule.worth and rule.level == "user"
 
 
 @needs("pairs")
