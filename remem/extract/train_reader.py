@@ -5,16 +5,18 @@ low-rank deltas in its upper layers and one linear layer per task. Two are train
 
 - ``pairs`` (task ``pair``): a known memory and a new statement, read together as one
   input, and what the new one does to the old (:data:`~remem.extract.heads.PAIR_LABELS`);
-- ``statements`` (tasks ``kind``, ``intent``, ``level``): one statement, read with its
-  speaker's role.
+- ``statements`` (tasks ``kind``, ``intent``, ``level``, ``threat``): one statement,
+  read with its speaker's role; ``threat`` (does it try to instruct the agent against its
+  user) learns from the screening lines, with every other statement as a negative, and
+  its thresholds by trust level are chosen on the held-out fifth and saved with it.
 
-They learn from ``training/pairs_*.jsonl`` and ``training/statements_*.jsonl`` and the
-same files under ``training/v2/``, and are written to ``training/reader_pairs.npz`` and
-``training/reader_statements.npz`` (plain float16 arrays); at run time they need only
-numpy. Training is deterministic: the same data, seed and thread count give the same
-weights. First it holds out every fifth example (by a hash of its text, as
-:mod:`remem.extract.train` does) and prints the figures of a fit on the rest, per task,
-language and training folder.
+They learn from ``training/pairs_*.jsonl``, ``training/statements_*.jsonl`` and
+``training/threats*.jsonl`` and the same files under ``training/v2/``, and are written
+to ``training/reader_pairs.npz`` and ``training/reader_statements.npz`` (plain float16
+arrays); at run time they need only numpy. Training is deterministic: the same data,
+seed and thread count give the same weights. First it holds out every fifth example (by
+a hash of its text, as :mod:`remem.extract.train` does) and prints the figures of a fit
+on the rest, per task, language and training folder.
 
 Options: ``--out PATH``, ``--report PATH``, ``--epochs N``, ``--rank N``, ``--start N``
 (the first layer with deltas), ``--lr X``, ``--no-final`` (write the fit without the
