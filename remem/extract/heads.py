@@ -185,9 +185,7 @@ class Heads:
                    if k.endswith(("_w", "_b"))}
         self.forget_words = frozenset(str(w) for w in arrays.get("forget_words", []))
         #: the screening thresholds by trust level (user, agent, external) chosen in training
-        self.threat_thresholds = dict(zip(("user", "agent", "external"),
-                                          (float(t) for t in arrays.get("threat_thresholds", [])),
-                                          strict=False))
+        self.threat_thresholds = _thresholds(arrays)
 
     @classmethod
     def load(cls, path: str | Path | None = None) -> Heads:
@@ -251,9 +249,7 @@ class TunedReader:
                                  np.asarray(arrays[f"{key[:-2]}_b"], dtype=np.float32))
                       for key in arrays if key.endswith("_w")}
         #: the screening thresholds by trust level chosen with the ``threat`` task, if any
-        self.threat_thresholds = dict(zip(("user", "agent", "external"),
-                                          (float(t) for t in arrays.get("threat_thresholds", [])),
-                                          strict=False))
+        self.threat_thresholds = _thresholds(arrays)
 
     @classmethod
     def load(cls, path: str | Path) -> TunedReader | None:
@@ -287,6 +283,12 @@ class TunedReader:
         if not olds:
             return np.zeros((0, len(PAIR_LABELS)), dtype=np.float32)
         return self.probs(olds, [new] * len(olds), ["pair"])["pair"]
+
+
+def _thresholds(arrays: dict[str, Any]) -> dict[str, float]:
+    """The screening thresholds saved with a model, by trust level (user, agent, external)."""
+    return dict(zip(("user", "agent", "external"),
+                    (float(t) for t in arrays.get("threat_thresholds", [])), strict=False))
 
 
 @functools.lru_cache(maxsize=4)
