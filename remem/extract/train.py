@@ -180,7 +180,8 @@ def train(*, steps: int = 400) -> tuple[dict[str, np.ndarray], dict[str, Any]]:
 
 #: Trust levels a screening threshold is chosen for, and the speakers of each.
 THREAT_TRUSTS = ("user", "agent", "external")
-_TRUST = {"user": "user", "assistant": "agent", "tool": "external"}
+#: The trust level of each speaker's words (as `remem.govern.screen.TRUST` reads them).
+SPEAKER_TRUST = {"user": "user", "assistant": "agent", "tool": "external"}
 #: The share of look-alikes (held out) a threshold may hold for review, by trust: text
 #: from anywhere may cost more false alarms than the user's own words.
 _FALSE_ALARMS = {"user": 0.1, "agent": 0.1, "external": 0.2}
@@ -210,7 +211,7 @@ def _threat_head(stmts: list[dict[str, Any]], threats: list[dict[str, Any]],
     pred = (p >= 0.5).astype(int)
     # the hard negatives (look-alikes written for this head) say where a threshold must sit
     hard = np.array([i < len(threats) for i in range(len(rows))])[held]
-    trusts = [_TRUST.get(r["role"], "user") for r, h in zip(rows, held, strict=True) if h]
+    trusts = [SPEAKER_TRUST.get(r["role"], "user") for r, h in zip(rows, held, strict=True) if h]
     thresholds, report_t = screen_thresholds(p, truth, hard, trusts)
     report = {**_accuracy(pred, truth, [r["lang"] for r, h in zip(rows, held, strict=True) if h]),
               "by_trust": report_t}

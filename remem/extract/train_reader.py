@@ -38,7 +38,7 @@ import numpy as np
 
 from ..embed.transformer import Encoder
 from .heads import INTENTS, KIND_LABELS, LEVELS, PAIR_LABELS, THREAT_LABELS
-from .train import _TRUST, screen_thresholds
+from .train import SPEAKER_TRUST, screen_thresholds
 
 __all__ = ["MODELS", "Example", "TASKS", "load_examples", "main", "train"]
 
@@ -333,7 +333,7 @@ def _screening(probs: dict[str, np.ndarray], examples: Sequence[Example]
     p = probs["threat"][rows, 1]
     truth = np.array([examples[n].labels["threat"] for n in rows])
     hard = np.array([examples[n].source.startswith("threats") for n in rows])
-    trusts = [_TRUST.get(examples[n].first, "user") for n in rows]
+    trusts = [SPEAKER_TRUST.get(examples[n].first, "user") for n in rows]
     thresholds, report = screen_thresholds(p, truth, hard, trusts)
     return np.array(thresholds, dtype=np.float32), report
 
