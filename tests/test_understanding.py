@@ -63,6 +63,17 @@ def test_a_dictated_list_of_steps_stays_one_unit_in_order() -> None:
     assert text.index("enum") < text.index("alembic") < text.index("admin") < text.index("locales")
 
 
+def test_a_list_said_in_one_line_keeps_its_steps_and_what_follows() -> None:
+    turn = ('ok, a standing thing. when I say "refactor" I mean: 1. pull out the abstraction, '
+            "2. delete dead code, 3. add tests for what changed. in that order")
+    standing, refactor, order = units(turn)
+    assert refactor.steps == ("pull out the abstraction", "delete dead code", "add tests for what changed")
+    assert "refactor" in refactor.text and order.text == "in that order"
+    (release,) = units("发版步骤：第一步跑 ./gradlew assembleRelease 出包；第二步上传到蒲公英；第三步在群里发链接。")
+    assert len(release.steps) == 3 and release.steps[0].endswith("出包")
+    assert [u.steps for u in units("We moved to Python 3. Then 2 tests broke.")] == [(), ()]
+
+
 def test_first_person_is_resolved_and_verbs_agree() -> None:
     assert render(Unit("I always use dark mode in my editors"), "user", None)[0] == \
         "User always uses dark mode in the user's editors"

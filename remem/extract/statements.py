@@ -61,6 +61,12 @@ _POINTS_BACK = re.compile(r"(?:it|its|it's|they|they're|their|them|this|these|th
                           re.IGNORECASE)
 
 
+#: "1." "2)" "(3)" "4、" "第五步" inside a line: the markers of a list said in one breath
+_MARK = re.compile(r"(?:(?<=^)|(?<=[\s:：,，;；(（]))(?:[(（]?(?P<n>\d{1,2})(?:[.)）]|、)(?=\s|[^\d\s.])"
+                   r"|第(?P<zh>[一二三四五六七八九十\d]+)步)")
+_ZH_DIGITS = {c: n for n, c in enumerate("一二三四五六七八九十", 1)}
+
+
 @dataclass(frozen=True)
 class Unit:
     """One statement of a turn: its text as said, and whether it is a list of steps."""
@@ -95,6 +101,49 @@ def _initial(text: str, i: int) -> bool:
         and text[i - 3].isupper()
 
 
+def _number(mark: re.Match[str]) -> int:
+    if mark.group("n"):
+        return int(mark.group("n"))
+    zh = mark.group("zh")
+    return int(zh) if zh.isdigit() else _ZH_DIGITS.get(zh, 0)
+
+
+def _inline_list(line: str) -> tuple[str, tuple[str, ...], str] | None:
+    """A list of steps said within one line ("... a specific thing: 1. extract, 2. delete
+    dead code, 3. add tests. in that order"): what comes before the list, its steps, and
+    what follows the last step's sentence; None unless markers run 1, 2, ... in order."""
+    marks = [m for m in _MARK.finditer(line)]
+    run: list[re.Match[str]] = []
+    for m in marks:
+        if _number(m) == len(run) + 1:
+            run.append(m)
+        elif run and len(run) < 2:
+            run = [m] if _number(m) == 1 else []
+    if len(run) < 2:
+        return None
+    steps = [line[a.end():b.start()] for a, b in zip(run, run[1:], strict=False)]
+    last = line[run[-1].end():]
+    # the last step ends with its sentence: a full stop before a space, or a Chinese one
+    end = re.search(r"(?<!\d)[.!?](?=\s|$)|[。！？\n]", last)
+    cut = end.end() if end else len(last)
+    steps.append(last[:cut])
+    steps = [s.strip(" \t,，;；.。") for s in steps]
+    if sum(1 for s in steps if s) < 2:
+        return None
+    return line[:run[0].start()], tuple(s for s in steps if s), last[cut:]
+
+
+def _said(line: str) -> list[str]:
+    """The sentences of a line, a sentence that points back kept with the one before."""
+    said: list[str] = []
+    for sentence in _sentences(_STAGE.sub(" ", line)):
+        if said and _POINTS_BACK.match(sentence):
+            said[-1] = f"{said[-1]} {sentence}"  # "It's a fantasy novel" needs its title
+        else:
+            said.append(sentence)
+    return said
+
+
 def units(text: str) -> list[Unit]:
     """The statements of one turn, oldest first."""
     lines = [ln for ln in text.replace("\r", "").split("\n") if ln.strip()]
@@ -113,13 +162,18 @@ def units(text: str) -> list[Unit]:
             out.append(Unit(head.rstrip("：: ") or items[0], tuple(items)))
             i = j
             continue
-        said: list[str] = []
-        for sentence in _sentences(_STAGE.sub(" ", lines[i])):
-            if said and _POINTS_BACK.match(sentence):
-                said[-1] = f"{said[-1]} {sentence}"  # "It's a fantasy novel" needs its title
-            else:
-                said.append(sentence)
-        for sentence in said:
+        inline = _inline_list(lines[i])
+        if inline is not None:
+            before, steps, after = inline
+            said = _said(before)
+            head = said.pop() if said else ""
+            out.extend(Unit(sentence) for sentence in said)
+            out.append(Unit(head.strip().rstrip("：:,， ") or steps[0], steps))
+            lines[i] = after
+            if not after.strip():
+                i += 1
+            continue
+        for sentence in _said(lines[i]):
             steps = [s for s in _ARROW.split(sentence) if s.strip()]
             out.append(Unit(sentence, tuple(steps) if len(steps) >= 3 else ()))
         i += 1
