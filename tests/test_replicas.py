@@ -100,11 +100,14 @@ def deployment(pg_url: str, tmp_path: Path) -> Iterator[Deployment]:
         keys = {user: setup.keys.create("acme", user_id=user, scopes="read,write,admin").key
                 for user in USERS}
     env = {**os.environ, "REMEM_EMBEDDER": "hash"}
-    workers = [subprocess.Popen([*REMEM, "worker", "--db", pg_url], env=env, text=True,
-                                stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    workers = [subprocess.Popen([*REMEM, "worker", "--db", pg_url, "--json"], env=env, text=True,
+                                stdout=subprocess.PIPE, stderr=subprocess.DEVNULL)
                for _ in range(3)]
     replicas: list[Replica] = []
     try:
+        for w in workers:  # running its jobs: Ctrl-C from here on is a clean stop
+            assert w.stdout is not None
+            assert any('"worker"' in line for line in iter(w.stdout.readline, ""))
         replicas = [_serve(pg_url, env, tmp_path / f"serve{n}.log") for n in range(2)]
         yield Deployment(replicas, workers, keys)
     finally:
@@ -112,6 +115,9 @@ def deployment(pg_url: str, tmp_path: Path) -> Iterator[Deployment]:
             replica.client.close()
         for process in [*(r.process for r in replicas), *workers]:
             _stop(process)
+        for w in workers:
+            assert w.stdout is not None
+            w.stdout.close()
     assert all(w.returncode == 0 for w in workers)
 
 

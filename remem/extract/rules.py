@@ -52,6 +52,33 @@ def _entities(text: str, subject: str) -> list[str]:
     return found[:8]
 
 
+def _names(cand: Candidate) -> set[str]:
+    """The named things of a project a statement speaks of: its entities, and in Chinese
+    text the Latin-script words (``salary`` in "千万别在日志里打印 salary"); not the tools
+    of :data:`STACK`, which a person may prefer everywhere."""
+    found = {e.lower() for e in cand.entities}
+    if has_cjk(cand.text):
+        found |= {w.lower() for w in re.findall(r"[A-Za-z][\w.-]{2,}", cand.text)}
+    return found - STACK
+
+
+def _scoped_by_reference(cands: list[Candidate]) -> list[Candidate]:
+    """A rule read as the user's everywhere that names what a project statement of the
+    same turn names ("this system stores salary encrypted. never log salary") is about
+    that project: it stays there."""
+    out = []
+    for cand in cands:
+        if cand.level == "user" and cand.kind not in ("persona", "profile"):
+            mine = _names(cand)
+            if any(mine & _names(other) for other in cands if other.level == "project"
+                   and other.source_ids == cand.source_ids and other is not cand):
+                project = next(o.subject for o in cands if o.level == "project"
+                               and o.source_ids == cand.source_ids)
+                cand = cand.model_copy(update={"level": "project", "subject": project})
+        out.append(cand)
+    return out
+
+
 def role_of(ep: EpisodeIn) -> str:
     """The speaker as the heads were trained to see it: user, assistant or tool."""
     role = (ep.role or "user").lower()
@@ -110,7 +137,7 @@ class RulesExtractor:
                 out.extend(found or ([brief] if brief is not None else []))
             elif cand is not None:
                 out.append(cand)
-        return out
+        return _scoped_by_reference(out)
 
     def _asked(self, pieces: Sequence[tuple[EpisodeIn, Unit]],
                readings: Sequence[Reading]) -> set[int]:
