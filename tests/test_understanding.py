@@ -261,6 +261,21 @@ def test_a_memory_outside_any_project_is_in_every_project_and_labelled(mem: Memo
     assert "dark mode" not in mem.context(user_id="someone-else", project="api").text
 
 
+def test_a_rule_naming_a_project_thing_stays_in_that_project(mem: Memory) -> None:
+    say(mem, "这个系统的工资字段 salary 是加密存储的，密钥在 KMS 里。千万别在日志里打印 salary",
+        "s1", "2026-03-01T10:00:00")
+    assert any("salary" in t for t in block(mem))
+    assert not any("salary" in t for t in block(mem, user_id="bo", project="blog"))
+
+
+def test_the_agent_saying_back_what_the_user_said_is_not_a_second_memory(mem: Memory) -> None:
+    mem.add([{"role": "user", "content": "CI is Jenkins, the Jenkinsfile is at the repo root"},
+             {"role": "assistant", "content": "Got it, Jenkins pipeline from the root Jenkinsfile."}],
+            session_id="s1", timestamp="2026-03-01T10:00:00", **API)
+    assert mem.flush(timeout=60)
+    assert [t for t in block(mem) if "Jenkins" in t] == ["CI is Jenkins, the Jenkinsfile is at the repo root"]
+
+
 # --- the context block ------------------------------------------------------------------
 
 def test_procedures_reach_the_session_start_block(mem: Memory) -> None:

@@ -18,7 +18,7 @@ from __future__ import annotations
 import re
 from collections.abc import Sequence
 
-from ..text import has_cjk
+from ..text import STOPWORDS, has_cjk, words
 from .base import Candidate, EpisodeIn, as_utc
 from .events import event_candidates
 from .heads import INTENTS, Reader, Reading
@@ -50,6 +50,28 @@ def _entities(text: str, subject: str) -> list[str]:
         if word.lower() in STACK and word.lower() not in (f.lower() for f in found):
             found.append(word)
     return found[:8]
+
+
+def _content(text: str) -> set[str]:
+    return {w for w in words(text) if w not in STOPWORDS and (len(w) >= 3 or not w.isascii())}
+
+
+def _without_echoes(cands: list[Candidate], episodes: Sequence[EpisodeIn]) -> list[Candidate]:
+    """Without what the agent says back of the user's turn just before ("Got it, Jenkins
+    pipeline from the root Jenkinsfile"): it tells nothing new, and a copy in other
+    words would outlive the user's statement when that one is later replaced."""
+    before: dict[str, set[str]] = {}
+    for prev, ep in zip(episodes, episodes[1:], strict=False):
+        if ep.is_agent and not prev.is_agent and prev.session_id == ep.session_id:
+            before[ep.id] = _content(prev.text)
+    out = []
+    for cand in cands:
+        said = before.get(cand.source_ids[0]) if len(cand.source_ids) == 1 else None
+        mine = _content(cand.said or cand.text)
+        if said is not None and len(mine & said) >= 2 and len(mine & said) >= 0.5 * len(mine):
+            continue
+        out.append(cand)
+    return out
 
 
 def _names(cand: Candidate) -> set[str]:
@@ -137,7 +159,7 @@ class RulesExtractor:
                 out.extend(found or ([brief] if brief is not None else []))
             elif cand is not None:
                 out.append(cand)
-        return _scoped_by_reference(out)
+        return _scoped_by_reference(_without_echoes(out, episodes))
 
     def _asked(self, pieces: Sequence[tuple[EpisodeIn, Unit]],
                readings: Sequence[Reading]) -> set[int]:
