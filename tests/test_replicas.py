@@ -100,9 +100,12 @@ def deployment(pg_url: str, tmp_path: Path) -> Iterator[Deployment]:
         keys = {user: setup.keys.create("acme", user_id=user, scopes="read,write,admin").key
                 for user in USERS}
     env = {**os.environ, "REMEM_EMBEDDER": "hash"}
-    workers = [subprocess.Popen([*REMEM, "worker", "--db", pg_url, "--json"], env=env, text=True,
-                                stdout=subprocess.PIPE, stderr=subprocess.DEVNULL)
-               for _ in range(3)]
+    logs = [tmp_path / f"worker{n}.log" for n in range(3)]
+    workers = []
+    for log in logs:
+        with log.open("w") as err:  # the worker writes to its own copy of the handle
+            workers.append(subprocess.Popen([*REMEM, "worker", "--db", pg_url, "--json"], env=env,
+                                            text=True, stdout=subprocess.PIPE, stderr=err))
     replicas: list[Replica] = []
     try:
         for w in workers:  # running its jobs: Ctrl-C from here on is a clean stop
@@ -118,7 +121,7 @@ def deployment(pg_url: str, tmp_path: Path) -> Iterator[Deployment]:
         for w in workers:
             assert w.stdout is not None
             w.stdout.close()
-    assert all(w.returncode == 0 for w in workers)
+    assert [w.returncode for w in workers] == [0, 0, 0], [log.read_text()[-2000:] for log in logs]
 
 
 def _everything(client: httpx.Client, headers: dict[str, str]) -> list[dict[str, Any]]:

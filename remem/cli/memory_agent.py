@@ -331,8 +331,14 @@ def worker(db: DbOpt = None, as_json: JsonOpt = False) -> None:
     Example: remem worker --db /srv/remem.db
     """
     with open_memory(db, Config.from_env(run_worker=False), create=True) as m:
-        stop = m.stop_jobs
-        signal.signal(signal.SIGTERM, lambda *_: stop())
+        def stop(*_: object) -> None:
+            # the job at hand finishes (an interrupt inside a database call would fail it);
+            # a second Ctrl-C interrupts at once
+            signal.signal(signal.SIGINT, signal.default_int_handler)
+            m.stop_jobs()
+
+        signal.signal(signal.SIGTERM, stop)
+        signal.signal(signal.SIGINT, stop)
         if as_json:
             print_json({"worker": str(m.path)})
         else:
