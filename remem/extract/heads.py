@@ -158,6 +158,9 @@ class Reading:
     kind_probs: np.ndarray | None = None
     #: how likely the text tries to instruct the agent against its user or its rules
     threat_p: float = 0.0
+    #: the same, by the linear head, when the tuned reader gave ``threat_p``: it learned
+    #: the blatant wording of overrides from other lines, and a second opinion on them
+    linear_threat_p: float = 0.0
 
     def runner_up(self, *, besides: tuple[str, ...]) -> tuple[str, float]:
         """The likeliest kind worth keeping other than ``besides``."""
@@ -207,18 +210,16 @@ class Heads:
         kp, ip, lp = self._probs("kind", x), self._probs("intent", x), self._probs("level", x)
         if tuned is not None:
             kp, ip, lp = (tuned.get(t, p) for t, p in (("kind", kp), ("intent", ip), ("level", lp)))
-        if tuned is not None and "threat" in tuned:
-            tp = tuned["threat"][:, 1]
-        else:
-            tp = self._probs("threat", x)[:, 1] if "threat_w" in self._w else np.zeros(len(texts))
+        linear = self._probs("threat", x)[:, 1] if "threat_w" in self._w else np.zeros(len(texts))
+        tp = tuned["threat"][:, 1] if tuned is not None and "threat" in tuned else linear
         out = []
-        for k, i, lv, t in zip(kp, ip, lp, tp, strict=False):
+        for k, i, lv, t, lt in zip(kp, ip, lp, tp, linear, strict=False):
             best = 1 + int(k[1:].argmax())  # the likeliest kind worth keeping
             kind = best if k[0] < self.none_above and k[0] < self.none_over * k[best] else 0
             out.append(Reading(KIND_LABELS[kind], float(k[kind]),
                                INTENTS[int(i.argmax())], float(i.max()),
                                LEVELS[int(lv.argmax())], float(lv.max()), i, float(k[0]), k,
-                               float(t)))
+                               float(t), float(lt)))
         return out
 
     def relate(self, old_vecs: np.ndarray, new_vec: np.ndarray, olds: Sequence[str], new: str,

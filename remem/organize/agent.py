@@ -115,9 +115,10 @@ class MemoryAgent:
         if not thresholds:
             return ScreenPolicy()
         # the linear head reads a user's dictated rules as instructions too, less surely,
-        # so its thresholds keep a floor; the tuned reader's were chosen for it alone
-        return ScreenPolicy(thresholds, minimum={}) if self.reader.tuned_screening \
-            else ScreenPolicy(thresholds)
+        # so its thresholds keep a floor; the tuned reader's were chosen for it alone, and
+        # the linear head's sure readings (blatant overrides) are held beside them
+        return ScreenPolicy(thresholds, minimum={}, second_opinion=0.95) \
+            if self.reader.tuned_screening else ScreenPolicy(thresholds)
 
     # --- the extract job ------------------------------------------------------------------
 
@@ -164,7 +165,7 @@ class MemoryAgent:
         readings = self.reader.read([p for _, p, _ in pieces], [_role(s) for _, _, s in pieces])
         held: dict[str, str] = {}
         for (key, _, speaker), reading in zip(pieces, readings, strict=True):
-            reason = self.policy.hold(reading.threat_p, speaker)
+            reason = self.policy.hold(reading.threat_p, speaker, second_p=reading.linear_threat_p)
             if reason and key not in held:
                 held[key] = reason
         return held
