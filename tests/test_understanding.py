@@ -69,7 +69,8 @@ def test_a_list_said_in_one_line_keeps_its_steps_and_what_follows() -> None:
     standing, refactor, order = units(turn)
     assert refactor.steps == ("pull out the abstraction", "delete dead code", "add tests for what changed")
     assert "refactor" in refactor.text and order.text == "in that order"
-    (release,) = units("发版步骤：第一步跑 ./gradlew assembleRelease 出包；第二步上传到蒲公英；第三步在群里发链接。")
+    (release,) = units("发版步骤：第一步跑 ./gradlew assembleRelease 出包；第二步上传到蒲公英；"
+                       "第三步在群里发链接。")
     assert len(release.steps) == 3 and release.steps[0].endswith("出包")
     assert [u.steps for u in units("We moved to Python 3. Then 2 tests broke.")] == [(), ()]
 
