@@ -112,7 +112,7 @@ def _inline_list(line: str) -> tuple[str, tuple[str, ...], str] | None:
     """A list of steps said within one line ("... a specific thing: 1. extract, 2. delete
     dead code, 3. add tests. in that order"): what comes before the list, its steps, and
     what follows the last step's sentence; None unless markers run 1, 2, ... in order."""
-    marks = [m for m in _MARK.finditer(line)]
+    marks = list(_MARK.finditer(line))
     run: list[re.Match[str]] = []
     for m in marks:
         if _number(m) == len(run) + 1:
