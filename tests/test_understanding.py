@@ -262,6 +262,12 @@ def test_a_memory_outside_any_project_is_in_every_project_and_labelled(mem: Memo
     assert "dark mode" not in mem.context(user_id="someone-else", project="api").text
 
 
+def test_saying_a_rule_is_on_record_is_no_request_to_forget_it(mem: Memory) -> None:
+    say(mem, ["general thing about me: I want type hints in python everywhere",
+              "that's it, just wanted that on record"], "s1", "2026-03-01T10:00:00")
+    assert any("type hints" in t for t in block(mem))
+
+
 def test_a_rule_naming_a_project_thing_stays_in_that_project(mem: Memory) -> None:
     say(mem, "这个系统的工资字段 salary 是加密存储的，密钥在 KMS 里。千万别在日志里打印 salary",
         "s1", "2026-03-01T10:00:00")

@@ -24,7 +24,7 @@ import re
 import threading
 import zlib
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from importlib import resources
 from pathlib import Path
 from typing import Any
@@ -161,6 +161,8 @@ class Reading:
     #: the same, by the linear head, when the tuned reader gave ``threat_p``: it learned
     #: the blatant wording of overrides from other lines, and a second opinion on them
     linear_threat_p: float = 0.0
+    #: the tuned reader's intent beside the linear head's (None: not read)
+    second_intent: str | None = None
 
     def runner_up(self, *, besides: tuple[str, ...]) -> tuple[str, float]:
         """The likeliest kind worth keeping other than ``besides``."""
@@ -313,6 +315,10 @@ class Reader:
     #: recall 0.513 against 0.378 and 0.539) and read some plain standing statements ("Call
     #: me Sam.") as chit-chat, so only its screening is used.
     statement_tasks: tuple[str, ...] = ("threat",)
+    #: The tasks the tuned statements reader gives a second opinion on, beside the linear
+    #: heads' reading: a forget request needs both readers to read one (the linear intent
+    #: head alone took "that's it, just wanted that on record" for a request).
+    second_tasks: tuple[str, ...] = ("intent",)
 
     def __init__(self, heads: Heads | None = None, encoder: Any = None, *,
                  cache_size: int = 20000, tuned: bool = True) -> None:
@@ -353,7 +359,8 @@ class Reader:
         if not texts:
             return []
         tuned = self.tuned("statements")
-        tasks = sorted(tuned.tasks() & set(self.statement_tasks)) if tuned is not None else []
+        wanted = {*self.statement_tasks, *self.second_tasks}
+        tasks = sorted(tuned.tasks() & wanted) if tuned is not None else []
         probs = None
         if tuned is not None and tasks:
             keys = [(r, t) for r, t in zip(roles, texts, strict=True)]
@@ -368,7 +375,12 @@ class Reader:
                         self._read_cache.clear()
                     self._read_cache.update((k, found[k]) for k in todo)
             probs = {t: np.stack([found[k][t] for k in keys]) for t in tasks}
-        return self.heads.read(self.vectors(texts), texts, roles, tuned=probs)
+        readings = self.heads.read(self.vectors(texts), texts, roles, tuned={
+            t: p for t, p in (probs or {}).items() if t in self.statement_tasks})
+        if probs is not None and "intent" in probs and "intent" in self.second_tasks:
+            readings = [replace(r, second_intent=INTENTS[int(p.argmax())])
+                        for r, p in zip(readings, probs["intent"], strict=True)]
+        return readings
 
     def relate(self, olds: Sequence[str], new: str, new_probs: np.ndarray) -> np.ndarray:
         """How a new statement relates to each known memory text (see :meth:`Heads.relate`)."""

@@ -54,10 +54,11 @@ def points_back(text: str, forget_words: frozenset[str]) -> bool:
 
 def asks_to_forget(reading: Reading, *, likely: float = 0.5, sure: float = 0.8) -> bool:
     """Whether the heads read a statement as a forget request: the intent head says so
-    with ``sure`` probability, or with ``likely`` probability when the kind head is not
-    sure there is anything in it to remember (what says something of its own, "thinking
+    (and the tuned reader too, when it gave a second opinion) with ``sure`` probability,
+    or with ``likely`` probability when the kind head is not sure there is anything in it
+    to remember (what says something of its own, "thinking
     about maybe moving off Heroku, nothing decided", is not a request unless plainly one)."""
-    if reading.intent != "forget":
+    if reading.intent != "forget" or reading.second_intent not in (None, "forget"):
         return False
     return reading.intent_p >= sure or (reading.intent_p >= likely and reading.kind_p < likely) \
         or (reading.intent_p >= likely and not reading.worth)
