@@ -62,6 +62,7 @@ def build(folder: Path, env: dict[str, str]) -> Scenario:
                {"role": "user", "content": "Our staging database runs Postgres 16 on port 5433"},
                {"role": "assistant", "content": "Thanks, I will point the test at port 5433."}],
               timestamp="2026-05-10T10:00:00Z", user_id="alice", project="web", session_id="s-db")
+        m.flush()  # the turns are read before the memories below arrive, whatever the timing
         ids = {
             "pnpm": m.remember("Always use pnpm, never npm", kind="convention", user_id="alice",
                                project="web").id,

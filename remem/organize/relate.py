@@ -61,7 +61,8 @@ def relate(reader: Reader, text: str, known: Sequence[MemoryItem], *, nearest: i
     change (``change``, or the intent head reads an update or a correction), and
     otherwise, for a memory at least ``sure_similarity`` near in meaning, ``sure_p``, or
     ``named_p`` when the two share a word (a name, a tool, a thing). Below that nearness,
-    the two must share a word in any case."""
+    or when the statement is not worded as a change, the two must share a word in any
+    case ("Always use pnpm" replaces nothing about deploying)."""
     if not known:
         return []
     order, sims = candidates(reader, text, known, nearest=nearest, min_similarity=min_similarity)
@@ -86,8 +87,9 @@ def relate(reader: Reader, text: str, known: Sequence[MemoryItem], *, nearest: i
             # thing is what changed, though the pair head reads the two as compatible
             label, row = _SUPERSEDE, row.copy()
             row[_SUPERSEDE] += row[_COMPATIBLE]
-        if label == _SUPERSEDE and not changes and sims[i] < sure_similarity:
-            continue
+        if label == _SUPERSEDE and not changes and (sims[i] < sure_similarity
+                                                    or not _shares(known[i].text, text)):
+            continue  # not said as a change, naming nothing of it: not its new value
         if label == _SUPERSEDE and not changes and row[label] < sure_p and not (
                 row[label] >= named_p and _shares(known[i].text, text)):
             # not worded as a change: the head must be sure, or both name the thing; a
