@@ -18,7 +18,7 @@ from __future__ import annotations
 import re
 from collections.abc import Sequence
 
-from ..text import STOPWORDS, has_cjk, words
+from ..text import content_words, has_cjk
 from .base import Candidate, EpisodeIn, as_utc
 from .events import event_candidates
 from .heads import INTENTS, Reader, Reading
@@ -53,7 +53,8 @@ def _entities(text: str, subject: str) -> list[str]:
 
 
 def _content(text: str) -> set[str]:
-    return {w for w in words(text) if w not in STOPWORDS and (len(w) >= 3 or not w.isascii())}
+    """The content words, less short English ones ("ok", "it")."""
+    return {w for w in content_words(text) if len(w) >= 3 or not w.isascii()}
 
 
 def _without_echoes(cands: list[Candidate], episodes: Sequence[EpisodeIn]) -> list[Candidate]:
