@@ -20,7 +20,7 @@ from remem.extract import (
     find_date,
     ground,
 )
-from remem.extract.evaluate import bundled_corpus, load_corpus, run
+from remem.extract.evaluate import bundled_corpus, load_corpus, match, run
 from remem.extract.events import similar
 from remem.model import ErrorEvent, FileEdit, MemoryItem, TaskEnd, TaskStart, ToolCall, render_event
 from remem.text import has_cjk
@@ -411,6 +411,9 @@ def test_precision_and_recall_on_the_corpus() -> None:
     # a memory filed under a neighbouring kind still counts when kinds are ignored
     loose = result["any_kind"]
     assert loose["matched"] >= result["matched"] and loose["precision"] >= result["precision"]
+    gold = [{"kind": "preference", "keys": ["pathlib"]}]
+    filed = [Candidate(kind="convention", text="Always use pathlib", subject="project")]
+    assert match(gold, filed) == {} and match(gold, filed, any_kind=True) == {0: 0}
 
 
 def test_bench_extract_command() -> None:
