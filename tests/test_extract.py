@@ -412,7 +412,7 @@ def test_precision_and_recall_on_the_corpus() -> None:
     loose = result["any_kind"]
     assert loose["matched"] >= result["matched"] and loose["precision"] >= result["precision"]
     gold = [{"kind": "preference", "keys": ["pathlib"]}]
-    filed = [Candidate(kind="convention", text="Always use pathlib", subject="project")]
+    filed = [Candidate(kind="convention", text="Always use pathlib", subject="project", rule="t")]
     assert match(gold, filed) == {} and match(gold, filed, any_kind=True) == {0: 0}
 
 
