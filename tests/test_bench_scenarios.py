@@ -66,3 +66,24 @@ def test_explain_counts_the_stage_that_lost_a_failed_update(tmp_path: Path) -> N
     data = json.loads(result.stdout)
     assert data["explain"] == {"a_old_not_memory": 1}
     assert [f["stage"] for f in data["failures"]] == ["a_old_not_memory"]
+
+
+def test_the_memory_that_replaced_an_old_value_may_name_it_without_counting_as_stale(
+        tmp_path: Path) -> None:
+    scenario = {"id": "x-update", "lang": "en", "category": "update", "user_id": "u1",
+                "project": "etl", "sessions": [
+                    {"id": "s1", "time": "2026-03-02T10:00:00+00:00",
+                     "turns": [{"role": "user", "content": "we lint with pylint plus two plugins"}]},
+                    {"id": "s2", "time": "2026-03-09T10:00:00+00:00",
+                     "turns": [{"role": "user",
+                                "content": "Ruff does all our linting now, the pylint config is gone"}]}],
+                "probe": {"time": "2026-03-10T09:00:00+00:00", "query": None,
+                          "expect": ["Ruff"], "absent": ["pylint"], "superseded": "pylint"}}
+    data_file = tmp_path / "one.jsonl"
+    data_file.write_text(json.dumps(scenario) + "\n", encoding="utf-8")
+    result = CliRunner().invoke(app, ["bench", "scenarios", "--data", str(data_file), "--json",
+                                      "--no-progress"])
+    assert result.exit_code == 0, result.output
+    data = json.loads(result.stdout)
+    assert data["failures"] == []
+    assert data["headline"]["updates_superseded"] == 1.0

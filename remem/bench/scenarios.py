@@ -111,7 +111,11 @@ def probe(m: Memory, scenario: dict[str, Any]) -> dict[str, Any]:
             texts += [h.memory.text for h in m.search(term.split("|")[0], k=20, **scope)]
         checks["leak"] = not any(contains(t, a) for t in texts for a in absent)
     elif absent:
-        checks["stale"] = not any(contains(d.text, a) for d in derived for a in absent)
+        # the memory that replaced an old value may name it in passing ("the flake8
+        # config is gone"): that one is not stale
+        successors = _successors(m, scenario, absent)
+        checks["stale"] = not any(contains(d.text, a) for d in derived if d.id not in successors
+                                  for a in absent)
     if p.get("superseded"):
         user = _scope(scenario, {})["user_id"]
         old = [i for i in m.list(user_id=user, include_inactive=True, limit=200)
@@ -129,6 +133,15 @@ def probe(m: Memory, scenario: dict[str, Any]) -> dict[str, Any]:
         checks["precision"] = len(rel) / len(added) if added else 1.0
     checks["_block"] = ctx.text
     return checks
+
+
+def _successors(m: Memory, scenario: dict[str, Any], absent: list[str]) -> set[str]:
+    """The memories that replaced a memory holding one of the ``absent`` values."""
+    scope = _scope(scenario, {})
+    replaced = [i for i in m.list(user_id=scope["user_id"], include_inactive=True, limit=200)
+                if i.status == "superseded" and any(contains(i.text, a) for a in absent)]
+    return {link.memory.id for i in replaced for link in m.links(i.id, **scope)
+            if link.type == "supersedes" and link.direction == "in"}
 
 
 def _rate(values: list[Any]) -> float | None:
