@@ -67,3 +67,31 @@ def test_a_forget_request_in_few_words_hides_memory_and_turns(
     gone = [i for i in mem.list(**WEB, include_inactive=True, include_episodes=True)
             if secret in i.text]
     assert any(not i.is_episode for i in gone) and all(i.status == "forgotten" for i in gone)
+
+
+def test_a_change_of_no_clear_kind_is_kept_as_the_change_it_makes(mem: Memory) -> None:
+    # the kind head cannot tell what this is; the tuned reader reads a change
+    say(mem, "接口超时统一设的 3s", "s1", "2026-01-10T09:00:00")
+    say(mem, "超时调成 10s 了，3 秒太激进，报表接口老超时", "s2", "2026-02-01T09:00:00")
+
+    superseded_by(mem, "3s", "10s")
+
+
+def test_a_change_replaces_each_memory_it_names_whatever_its_kind(mem: Memory) -> None:
+    say(mem, "we're still on python 3.9 here, it's pinned in .python-version. "
+             "don't use anything that needs a newer interpreter", "s1", "2026-01-10T09:00:00")
+    say(mem, "fyi bumped us to python 3.12 over the weekend, .python-version and CI are updated, "
+             "so match statements and the new typing syntax are fine now", "s2", "2026-02-01T09:00:00")
+
+    superseded_by(mem, "3.9", "3.12")
+
+
+def test_a_change_said_in_a_project_replaces_what_the_user_said_for_everywhere(
+        mem: Memory) -> None:
+    mem.add([{"role": "user", "content": "the weekly sync is on Mondays at 11, keep that slot free"}],
+            session_id="s1", timestamp="2026-01-10T09:00:00", user_id="alice")
+    assert mem.flush(timeout=60)
+    say(mem, "weekly sync moved to Tuesdays at 14:00, the new lead is in another time zone",
+        "s2", "2026-02-01T09:00:00")
+
+    superseded_by(mem, "Mondays", "Tuesdays")

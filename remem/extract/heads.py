@@ -176,6 +176,14 @@ class Reading:
         """Worth remembering: a kind other than ``none``."""
         return self.kind != "none"
 
+    def says_change(self, min_p: float = 0.5) -> str | None:
+        """``update`` or ``correction`` when either reader reads the statement as a change
+        (the linear head at least ``min_p`` sure), else None. The tuned reader knows brief
+        changes ("switched to tabs") that the linear head reads as chatter."""
+        if self.intent in ("update", "correction") and self.intent_p >= min_p:
+            return self.intent
+        return self.second_intent if self.second_intent in ("update", "correction") else None
+
 
 class Heads:
     """The trained heads, loaded from an ``.npz`` of weight matrices and biases."""

@@ -203,15 +203,15 @@ class RulesExtractor:
         worth keeping; a change said in few words ("switched to tabs", "现在改成 pnpm 了")
         and read as a change by the intent head is then proposed all the same, to be kept
         only as the change of a known memory it replaces (``Candidate.replaces_only``)."""
-        brief = brief and not r.worth and r.intent in ("update", "correction") \
-            and r.intent_p >= self.change_p and ep.speaker == "user" and not ep.is_agent
+        change = r.says_change(self.change_p)
+        brief = brief and not r.worth and change is not None and ep.speaker == "user" \
+            and not ep.is_agent
         if (not r.worth and not brief) or r.intent == "forget":  # the kind head decides what is worth keeping
             return None
         kind = r.runner_up(besides=())[0] if brief else r.kind
         kind = "procedure" if unit.steps and kind in ("procedure", "convention", "project",
                                                       "preference") else kind
-        if kind == "event" and ep.speaker == "user" and r.intent in ("update", "correction",
-                                                                     "instruction"):
+        if kind == "event" and ep.speaker == "user" and (change or r.intent == "instruction"):
             kind = r.runner_up(besides=("event",))[0]  # "we moved to pnpm last week": a change
         if ep.is_agent and (kind in _PERSONAL or r.kind_p < max(0.7, self.min_confidence)):
             return None
@@ -220,6 +220,8 @@ class RulesExtractor:
             # between people: how to talk is not a rule for an agent, small talk abounds,
             # and what is said to "you" is about the listener, not the speaker
             return None
+        if r.kind_p < self.min_confidence and change and ep.speaker == "user" and not ep.is_agent:
+            brief = True  # a change of no clear kind is kept only as the change of what it replaces
         if (r.kind_p < self.min_confidence and not brief) or (
                 _QUESTION.search(unit.text) and r.intent != "instruction"):
             return None
@@ -245,4 +247,5 @@ class RulesExtractor:
                          observed_at=when, confidence=round(r.kind_p, 3), source_ids=[ep.id],
                          rule=f"heads.{kind}", level=level, replaces_only=brief,
                          said=unit.text if unit.text != text else None,
-                         intent="statement" if r.intent in ("chitchat", "keep") else r.intent)  # type: ignore[arg-type]
+                         intent=change if brief else "statement" if r.intent in ("chitchat", "keep")
+                         else r.intent)  # type: ignore[arg-type]

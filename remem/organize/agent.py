@@ -221,14 +221,17 @@ class MemoryAgent:
             return self._merge_or_refine(rels[0].memory, cand, session, metadata or {})
         # past the clearest one, only memories of the same kind: earlier versions of it;
         # and a project's statement never replaces what holds for the user everywhere,
-        # unless it is the user's own (a wish, who they are) said again with a new value
+        # unless it is the user's own (a wish, who they are) said again with a new value.
+        # A change said of what a memory names ("bumped us to node 22" against "still on
+        # node 18 here, it's in .nvmrc") replaces it wherever it was filed.
         personal = cand.kind in ("preference", "profile", "persona")
         # and what the same turn said is said beside it, not replaced by it
         replaced = [r.memory for n, r in enumerate(rels) if r.action == "supersede"
-                    and (n == 0 or r.memory.kind == cand.kind)
+                    and (n == 0 or r.memory.kind == cand.kind or (r.changed and r.named >= 2))
                     and not set(r.memory.sources) & set(cand.source_ids)
                     and not (scope.project is not None and r.memory.project is None
-                             and not (personal and r.memory.kind == cand.kind))]
+                             and not (personal and r.memory.kind == cand.kind)
+                             and not (r.changed and r.named > 0))]
         if replaced and scope.project is not None and all(m.project is None for m in replaced):
             scope = scope.model_copy(update={"project": None})  # where the old value lived
         if cand.replaces_only and (not replaced or cand.kind in ("event", "skill")):

@@ -47,6 +47,8 @@ class Relation:
     memory: MemoryItem
     p: float
     similarity: float
+    named: int = 0  # how many words that say what they are about the two share
+    changed: bool = False  # the statement is worded as a change
 
 
 def relate(reader: Reader, text: str, known: Sequence[MemoryItem], *, nearest: int = 6,
@@ -95,17 +97,19 @@ def relate(reader: Reader, text: str, known: Sequence[MemoryItem], *, nearest: i
             # not worded as a change: the head must be sure, or both name the thing; a
             # likely one is left for a person to decide
             if row[label] >= min_p and _shares(known[i].text, text):
-                found.append(Relation("unsure", known[i], float(row[label]), float(sims[i])))
+                found.append(Relation("unsure", known[i], float(row[label]), float(sims[i]),
+                                      _shared(known[i].text, text)))
             continue
         if label == _SUPERSEDE and sims[i] < sure_similarity and not _shares(known[i].text, text):
             continue  # a change of something else entirely ("moved to pnpm" vs the staging host)
         if label == _SAME and (sims[i] < same_similarity or row[label] < 0.6):
             continue  # saying the same thing needs near-identical meaning
         if label in (_SUPERSEDE, _SAME) and row[label] >= min_p:
-            found.append(Relation(PAIR_LABELS[label], known[i], float(row[label]), float(sims[i])))
+            found.append(Relation(PAIR_LABELS[label], known[i], float(row[label]), float(sims[i]),
+                                  _shared(known[i].text, text), changes))
     # what names the same thing outranks what is only near in meaning: "bumped the runtime
     # to Python 3.12" replaces "the etl runs on Python 3.10", not a note about a flaky test
-    sharing = [r for r in found if _shares(r.memory.text, text)]
+    sharing = [r for r in found if r.named]
     return sorted(sharing or found, key=lambda r: (r.action == "unsure", -r.p * r.similarity))
 
 
@@ -150,9 +154,14 @@ def _telling(word: str) -> bool:
     return not word.isascii() or len(word) >= 4 or any(c.isdigit() for c in word)
 
 
+def _shared(a: str, b: str) -> int:
+    """How many words that say what they are about two texts share."""
+    return len(stems(content_words(a) - _SUBJECTS) & stems(content_words(b) - _SUBJECTS))
+
+
 def _shares(a: str, b: str) -> bool:
     """Whether two texts share a word that says what they are about."""
-    return bool(stems(content_words(a) - _SUBJECTS) & stems(content_words(b) - _SUBJECTS))
+    return _shared(a, b) > 0
 
 
 def forget_targets(reader: Reader, request: str, known: Sequence[MemoryItem], *,
