@@ -256,7 +256,7 @@ def test_remember_merges_with_what_is_known(mem: Memory) -> None:
 
 def test_the_tree_groups_memories_by_topic(mem: Memory) -> None:
     for text in ("We use pytest for tests.", "Run pytest with -q in CI.",
-                 "Our pytest fixtures live in conftest.py.",
+                 "Pytest fixtures are shared through conftest.py.",
                  "I love dark roast coffee.", "I prefer coffee without sugar."):
         mem.remember(text, kind="fact", **WEB)
 

@@ -95,3 +95,20 @@ def test_a_change_said_in_a_project_replaces_what_the_user_said_for_everywhere(
         "s2", "2026-02-01T09:00:00")
 
     superseded_by(mem, "Mondays", "Tuesdays")
+
+
+@pytest.mark.parametrize(("old", "new", "old_word", "new_word"), [
+    # the pairs reader reads these two as the same thing said again: said as a change,
+    # the nearest memory naming the thing is what changed
+    ("The etl runs on Python 3.10, so no match-statement tricks",
+     "Bumped the etl to Python 3.12 across all jobs, go wild", "3.10", "3.12"),
+    # no word in common, no change word: the memory of the same kind the head is sure of
+    ("my laptop is a Dell XPS 13 running Ubuntu", "got a new machine last week, a Framework 16",
+     "Dell", "Framework"),
+])
+def test_a_new_value_in_other_words_replaces_the_old(mem: Memory, old: str, new: str,
+                                                     old_word: str, new_word: str) -> None:
+    say(mem, old, "s1", "2026-01-10T09:00:00")
+    say(mem, new, "s2", "2026-02-01T09:00:00")
+
+    superseded_by(mem, old_word, new_word)

@@ -216,7 +216,7 @@ class MemoryAgent:
                     mine, content_words(m.text)) >= self.config.merge_similarity):
                 return self._merge_or_refine(m, cand, session, metadata or {})
         rels = relate(self.reader, cand.said or cand.text, list({m.id: m for m in existing}.values()),
-                      change=cand.intent in ("update", "correction"))
+                      change=cand.intent in ("update", "correction"), kind=cand.kind)
         if rels and rels[0].action == "same" and rels[0].memory.kind == cand.kind:
             return self._merge_or_refine(rels[0].memory, cand, session, metadata or {})
         # past the clearest one, only memories of the same kind: earlier versions of it;

@@ -52,9 +52,9 @@ class Relation:
 
 
 def relate(reader: Reader, text: str, known: Sequence[MemoryItem], *, nearest: int = 6,
-           min_similarity: float = 0.78, min_p: float = 0.5, sure_p: float = 0.9, named_p: float = 0.7,
+           min_similarity: float = 0.78, min_p: float = 0.5, sure_p: float = 0.95, named_p: float = 0.7,
            sure_similarity: float = 0.85, same_similarity: float = 0.93,
-           change: bool = False) -> list[Relation]:
+           change: bool = False, kind: str | None = None) -> list[Relation]:
     """The known memories the statement replaces or repeats, strongest first (those it
     only may replace, ``unsure``, last); empty when it is new. A chain of versions
     ("3.10", then "moved to 3.11", "3.11 now") is replaced as a whole.
@@ -63,8 +63,9 @@ def relate(reader: Reader, text: str, known: Sequence[MemoryItem], *, nearest: i
     change (``change``, or the intent head reads an update or a correction), and
     otherwise, for a memory at least ``sure_similarity`` near in meaning, ``sure_p``, or
     ``named_p`` when the two share a word (a name, a tool, a thing). Below that nearness,
-    or when the statement is not worded as a change, the two must share a word in any
-    case ("Always use pnpm" replaces nothing about deploying)."""
+    or when the statement is not worded as a change, the two must share a word ("Always
+    use pnpm" replaces nothing about deploying), unless the nearest memory is of the
+    statement's own ``kind`` and the head is sure."""
     if not known:
         return []
     order, sims = candidates(reader, text, known, nearest=nearest, min_similarity=min_similarity)
@@ -83,14 +84,21 @@ def relate(reader: Reader, text: str, known: Sequence[MemoryItem], *, nearest: i
             # a new value of the same attribute, however alike the rest reads
             label, row = _SUPERSEDE, row.copy()
             row[_SUPERSEDE] += row[_SAME]
-        if (label == _COMPATIBLE and n == 0 and (change or said_change >= 0.5)
-                and sims[i] >= sure_similarity and _shares(known[i].text, text)):
-            # said as a change ("auth has a new owner"), the nearest memory about the same
-            # thing is what changed, though the pair head reads the two as compatible
-            label, row = _SUPERSEDE, row.copy()
-            row[_SUPERSEDE] += row[_COMPATIBLE]
-        if label == _SUPERSEDE and not changes and (sims[i] < sure_similarity
-                                                    or not _shares(known[i].text, text)):
+        if (label in (_COMPATIBLE, _SAME) and n == 0 and (change or said_change >= 0.5)
+                and sims[i] >= sure_similarity and (label == _COMPATIBLE or sims[i] < same_similarity)
+                and _shares(known[i].text, text)):
+            # said as a change ("auth has a new owner", "bumped the job to Ruby 3.3"), the
+            # nearest memory about the same thing is what changed, though the pair head
+            # reads the two as compatible, or as the same thing said again
+            row = row.copy()
+            row[_SUPERSEDE] += row[label]
+            label = _SUPERSEDE
+        # the nearest memory, of the statement's own kind, that the head is sure it
+        # replaces needs no shared word ("got a new machine, a MacBook Air" for the laptop)
+        alike = (n == 0 and kind is not None and known[i].kind == kind
+                 and sims[i] >= sure_similarity and row[_SUPERSEDE] >= sure_p)
+        if label == _SUPERSEDE and not changes and not alike and (
+                sims[i] < sure_similarity or not _shares(known[i].text, text)):
             continue  # not said as a change, naming nothing of it: not its new value
         if label == _SUPERSEDE and not changes and row[label] < sure_p and not (
                 row[label] >= named_p and _shares(known[i].text, text)):
