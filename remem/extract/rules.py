@@ -201,8 +201,9 @@ class RulesExtractor:
                    brief: bool = False) -> Candidate | None:
         """The candidate of one statement, or None. ``brief``: the kind head found it not
         worth keeping; a change said in few words ("switched to tabs", "现在改成 pnpm 了")
-        and read as a change by the intent head is then proposed all the same, to be kept
-        only as the change of a known memory it replaces (``Candidate.replaces_only``)."""
+        and read as a change by either reader (:meth:`Reading.says_change`) is then proposed
+        all the same, to be kept only as the change of a known memory it replaces
+        (``Candidate.replaces_only``); so is a change of no clear kind."""
         change = r.says_change(self.change_p)
         brief = brief and not r.worth and change is not None and ep.speaker == "user" \
             and not ep.is_agent
