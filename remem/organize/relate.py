@@ -79,6 +79,7 @@ def relate(reader: Reader, text: str, known: Sequence[MemoryItem], *, nearest: i
     found: list[Relation] = []
     for n, (row, i) in enumerate(zip(probs, order, strict=False)):
         label = int(row.argmax())
+        shared = _shared(known[i].text, text)  # telling words the two have in common
         if label == _SAME and _swapped(known[i].text, text):
             # one value for another ("on Thursdays" -> "on Tuesdays", port 7001 -> 7010) is
             # a new value of the same attribute, however alike the rest reads
@@ -86,7 +87,7 @@ def relate(reader: Reader, text: str, known: Sequence[MemoryItem], *, nearest: i
             row[_SUPERSEDE] += row[_SAME]
         if (label in (_COMPATIBLE, _SAME) and n == 0 and (change or said_change >= 0.5)
                 and sims[i] >= sure_similarity and (label == _COMPATIBLE or sims[i] < same_similarity)
-                and _shares(known[i].text, text)):
+                and shared):
             # said as a change ("auth has a new owner", "bumped the job to Ruby 3.3"), the
             # nearest memory about the same thing is what changed, though the pair head
             # reads the two as compatible, or as the same thing said again
@@ -98,23 +99,22 @@ def relate(reader: Reader, text: str, known: Sequence[MemoryItem], *, nearest: i
         alike = (n == 0 and kind is not None and known[i].kind == kind
                  and sims[i] >= sure_similarity and row[_SUPERSEDE] >= sure_p)
         if label == _SUPERSEDE and not changes and not alike and (
-                sims[i] < sure_similarity or not _shares(known[i].text, text)):
+                sims[i] < sure_similarity or not shared):
             continue  # not said as a change, naming nothing of it: not its new value
         if label == _SUPERSEDE and not changes and row[label] < sure_p and not (
-                row[label] >= named_p and _shares(known[i].text, text)):
+                row[label] >= named_p and shared):
             # not worded as a change: the head must be sure, or both name the thing; a
             # likely one is left for a person to decide
-            if row[label] >= min_p and _shares(known[i].text, text):
-                found.append(Relation("unsure", known[i], float(row[label]), float(sims[i]),
-                                      _shared(known[i].text, text)))
+            if row[label] >= min_p and shared:
+                found.append(Relation("unsure", known[i], float(row[label]), float(sims[i]), shared))
             continue
-        if label == _SUPERSEDE and sims[i] < sure_similarity and not _shares(known[i].text, text):
+        if label == _SUPERSEDE and sims[i] < sure_similarity and not shared:
             continue  # a change of something else entirely ("moved to pnpm" vs the staging host)
         if label == _SAME and (sims[i] < same_similarity or row[label] < 0.6):
             continue  # saying the same thing needs near-identical meaning
         if label in (_SUPERSEDE, _SAME) and row[label] >= min_p:
             found.append(Relation(PAIR_LABELS[label], known[i], float(row[label]), float(sims[i]),
-                                  _shared(known[i].text, text), changes))
+                                  shared, changes))
     # what names the same thing outranks what is only near in meaning: "bumped the runtime
     # to Python 3.12" replaces "the etl runs on Python 3.10", not a note about a flaky test
     sharing = [r for r in found if r.named]
@@ -166,10 +166,6 @@ def _shared(a: str, b: str) -> int:
     """How many words that say what they are about two texts share."""
     return len(stems(content_words(a) - _SUBJECTS) & stems(content_words(b) - _SUBJECTS))
 
-
-def _shares(a: str, b: str) -> bool:
-    """Whether two texts share a word that says what they are about."""
-    return _shared(a, b) > 0
 
 
 def forget_targets(reader: Reader, request: str, known: Sequence[MemoryItem], *,
