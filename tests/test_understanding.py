@@ -10,6 +10,7 @@ import numpy as np
 import pytest
 
 from remem import Config, Memory
+from remem.extract import EpisodeIn, RulesExtractor
 from remem.extract.heads import Heads, Reader
 from remem.extract.statements import Unit, is_fragment, render, units
 
@@ -88,6 +89,17 @@ def test_fragments_are_not_statements() -> None:
     assert is_fragment("Melanie loves to")
     assert is_fragment("和")
     assert not is_fragment("Melanie loves to paint sunsets")
+    assert is_fragment("She said that")
+
+
+def test_a_statement_that_ends_in_a_particle_or_pronoun_object_is_kept() -> None:
+    # "from now on" and "for that" close a thought; dropping them lost whole preferences
+    assert not is_fragment("Give the user Zed shortcuts from now on")
+    assert not is_fragment("User uses VS Code, so suggest keybindings for that")
+    ex = RulesExtractor()
+    said = ex.extract([EpisodeIn("e1", "been on Zed full-time for a month, give me Zed "
+                                       "shortcuts from now on", role="user")])
+    assert any("Zed" in c.text for c in said)
 
 
 # --- updates, forgetting ----------------------------------------------------------------

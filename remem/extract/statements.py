@@ -25,6 +25,13 @@ _ARROW = re.compile(r"\s*(?:->|→|=>|⇒)\s*")
 _SPLIT_AT = set(".!?。！？；\n")
 _DANGLING = frozenset("to and or but the a an of with for in on at from by my your their our is "
                       "are was were be that which who".split())
+#: Prepositions, after which a final "that" / "this" is a pronoun object ("keybindings for that").
+_PREPOSITION = frozenset("of with for in on at from by about like after before over under into "
+                         "than without".split())
+#: Particles that end a phrase after an adverb, a pronoun or a participle ("from now on",
+#: "turn it off", "logged in").
+_PARTICLE = frozenset("on in off up out".split())
+_PARTICLE_AFTER = frozenset("now then later it them this that".split())
 _ADVERB = frozenset("also always never just still usually often really only mostly sometimes "
                     "actually generally normally typically definitely absolutely strongly much "
                     "kind of totally even finally recently ever soon already".split())
@@ -185,7 +192,17 @@ def is_fragment(text: str) -> bool:
     toks = words(text)
     if has_cjk(text):  # a Chinese character counts as a word, and so does "Vue" in "前端用 Vue"
         return sum(1 for ch in text if "\u4e00" <= ch <= "\u9fff") + sum(t.isascii() for t in toks) < 4
-    return len(toks) < 3 or toks[-1] in _DANGLING
+    return len(toks) < 3 or (toks[-1] in _DANGLING and not _complete_end(toks))
+
+
+def _complete_end(toks: list[str]) -> bool:
+    """Whether a last word that often leaves a thought open closes it here: a pronoun
+    object after a preposition ("suggest keybindings for that"), or a particle after an
+    adverb, a pronoun or a participle ("give me Zed shortcuts from now on")."""
+    last, before = toks[-1], toks[-2]
+    if last in ("that", "this"):
+        return before in _PREPOSITION
+    return last in _PARTICLE and (before in _PARTICLE_AFTER or before.endswith("ed"))
 
 
 def _expand(text: str) -> str:
