@@ -43,6 +43,20 @@ def test_what_one_person_said_is_not_pinned_on_another() -> None:
     assert verdict(cand("Alice moved to the payments team in March", "Alice", "a1"), CHAT_EN) is None
 
 
+def test_a_memory_that_keeps_whom_it_is_about_is_not_refused() -> None:
+    turn = [EpisodeIn("u1", "my manager is Carla Nunes, she likes weekly status notes on Fridays",
+                      role="user")]
+    said_of_her = cand("User's manager is Carla Nunes, she likes weekly status notes on Fridays",
+                       "user", "u1", kind="fact")
+    assert verdict(said_of_her, turn) is None
+    refused = verdict(cand("User likes weekly status notes on Fridays", "user", "u1"), turn)
+    assert refused is not None and refused.startswith("wrong subject")
+    zh = [EpisodeIn("z1", "我 leader 是孙涛，他喜欢周五收周报", role="user")]
+    assert verdict(cand("用户的 leader 是孙涛，他喜欢周五收周报", "user", "z1", kind="fact"), zh) is None
+    refused = verdict(cand("用户喜欢周五收周报", "user", "z1"), zh)
+    assert refused is not None and refused.startswith("wrong subject")
+
+
 def test_chinese_attribution_follows_the_speaker_and_the_people_named() -> None:
     refused = verdict(cand("李强三月调到了支付组", "李强", "w1"), CHAT_ZH)
     assert refused is not None and refused.startswith("wrong subject")

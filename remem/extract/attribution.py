@@ -154,6 +154,8 @@ def misattributed(text: str, subject: str, cited: Sequence[EpisodeIn],
                         f"which {subject!r} did not take up")
             continue
         if _same(ep.speaker, subject):
+            if kind in ("third", "name") and _keeps_reference(text, word):
+                continue  # "User's manager is Carla, she likes notes": still said of her
             if kind in ("third", "addressee") or (kind == "name" and not _same(word, subject)):
                 return (f"{subject!r} said this of {'someone else' if not word else repr(word)}, "
                         "not of themselves")
@@ -171,6 +173,16 @@ def misattributed(text: str, subject: str, cited: Sequence[EpisodeIn],
             continue  # "he did Boston" of the Kai an earlier cited turn names
         return f"it was {ep.speaker!r}, not {subject!r}, who said this"
     return None
+
+
+def _keeps_reference(text: str, word: str) -> bool:
+    """Whether the candidate's text names whom the clause is about by the same word (a
+    name or a pronoun), so that it says it of them, not of its subject."""
+    if not word:
+        return False
+    if _ZH_REF.fullmatch(word):
+        return word in text
+    return re.search(rf"(?<![\w'’]){re.escape(word)}(?![\w'’])", text, re.IGNORECASE) is not None
 
 
 def _tokens_of(text: str) -> list[Token]:
