@@ -69,6 +69,19 @@ def test_a_forget_request_in_few_words_hides_memory_and_turns(
     assert any(not i.is_episode for i in gone) and all(i.status == "forgotten" for i in gone)
 
 
+def test_a_forget_request_is_about_its_topic_not_its_small_talk(mem: Memory) -> None:
+    say(mem, "between us: I'm planning to leave in June for a startup called Tillerworks, "
+             "so I want the handover docs done by May", "s1", "2026-01-10T09:00:00")
+    say(mem, "ok ship it", "s1", "2026-01-10T09:05:00")
+    say(mem, "hey, about my plan to leave the company - forget I said that, ok? nothing's signed",
+        "s2", "2026-02-01T09:00:00")
+
+    assert not any("Tillerworks" in h.memory.text
+                   for h in mem.search("Tillerworks", **WEB, include_episodes=True))
+    kept = [i for i in mem.list(**WEB, include_episodes=True) if i.text == "ok ship it"]
+    assert kept and kept[0].status == "active"  # "ok" is small talk, not the topic
+
+
 def test_a_change_of_no_clear_kind_is_kept_as_the_change_it_makes(mem: Memory) -> None:
     # the kind head cannot tell what this is; the tuned reader reads a change
     say(mem, "接口超时统一设的 3s", "s1", "2026-01-10T09:00:00")

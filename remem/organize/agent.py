@@ -40,7 +40,7 @@ from ..govern import ScreenPolicy
 from ..model import Candidate, MemoryItem, Scope, new_id
 from ..store.base import NewMemory, Store
 from ..text import clauses, has_cjk, split_passages
-from .relate import family, forget_targets, relate
+from .relate import family, forget_targets, relate, telling
 from .relate import stems as _stems
 from .similarity import content_words, jaccard, normalise
 from .skills import is_success, skill_name, steps_of, task_of
@@ -375,7 +375,7 @@ class MemoryAgent:
         targets = forget_targets(self.reader, request, known + turns)
         if not targets:
             return []
-        topic = {w for w in content_words(request) - self.reader.heads.forget_words if _telling(w)}
+        topic = {w for w in content_words(request) - self.reader.heads.forget_words if telling(w)}
         stems = _stems(topic)
         gone: list[str] = []
         for t in targets:  # best first: what the clearest target loses guides the others
@@ -430,7 +430,7 @@ class MemoryAgent:
         and not to what the user keeps."""
         if len(parts) <= 1:
             return parts
-        said = {w for c in gone for w in content_words(c) if _telling(w)}
+        said = {w for c in gone for w in content_words(c) if telling(w)}
         touched = [c for c in parts if topic & content_words(c) or _restates(said, c)]
         if not touched:
             near = self.reader.similarity(parts, request)
@@ -478,11 +478,6 @@ def _from_touched(memory: str, turn: str, gone: Sequence[str]) -> bool:
 def _bare(clause: str) -> bool:
     """A value with nothing said about it: one token ("13812345678", an address)."""
     return len(clause.strip(" ,;，；。.").split()) <= 1 and not (has_cjk(clause) and len(clause) > 6)
-
-
-def _telling(word: str) -> bool:
-    """A word that can say what a text is about: not a short English one ("go", "bit")."""
-    return has_cjk(word) or len(word) >= 4 or any(c.isdigit() for c in word)
 
 
 def _restates(rare: set[str], text: str) -> bool:

@@ -19,7 +19,7 @@ from ..extract.heads import INTENTS, PAIR_LABELS, Reader
 from ..model import KINDS, MemoryItem
 from .similarity import content_words
 
-__all__ = ["Relation", "candidates", "family", "forget_targets", "relate", "stems"]
+__all__ = ["Relation", "candidates", "family", "forget_targets", "relate", "stems", "telling"]
 
 _SUPERSEDE, _SAME, _COMPATIBLE, _FORGET, _KEEP = (PAIR_LABELS.index(x) for x in
                                                   ("supersede", "same", "compatible", "forget", "keep"))
@@ -144,7 +144,7 @@ def candidates(reader: Reader, text: str, known: Sequence[MemoryItem], *, neares
 def _names(text: str, entities: Sequence[object] = ()) -> set[str]:
     """The telling word stems of a text and its entities."""
     words = content_words(text) | {str(e).lower() for e in entities}
-    return {w for w in stems(words - _SUBJECTS) if _telling(w)}
+    return {w for w in stems(words - _SUBJECTS) if telling(w)}
 
 
 #: Words the memory agent itself writes in for the speaker: shared, they say nothing.
@@ -157,8 +157,8 @@ def _swapped(old: str, new: str) -> bool:
     return len(a - b) == 1 and len(b - a) == 1 and len(a & b) >= 2
 
 
-def _telling(word: str) -> bool:
-    """A word that can name a value: not a short English one ("go", "now")."""
+def telling(word: str) -> bool:
+    """A word that can name a value or a topic: not a short English one ("go", "now", "ok")."""
     return not word.isascii() or len(word) >= 4 or any(c.isdigit() for c in word)
 
 
@@ -180,7 +180,7 @@ def forget_targets(reader: Reader, request: str, known: Sequence[MemoryItem], *,
     """
     if not known:
         return []
-    topic = stems(content_words(request) - reader.heads.forget_words)
+    topic = {w for w in stems(content_words(request) - reader.heads.forget_words) if telling(w)}
     texts = [m.text for m in known]
     sims = reader.similarity(texts, request)
     typical = float(np.median(sims))
