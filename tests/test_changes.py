@@ -82,6 +82,19 @@ def test_a_forget_request_is_about_its_topic_not_its_small_talk(mem: Memory) -> 
     assert kept and kept[0].status == "active"  # "ok" is small talk, not the topic
 
 
+def test_what_the_user_asks_to_keep_after_a_forget_request_stays(mem: Memory) -> None:
+    say(mem, "my partner Tomasz works at the hosting company, he said their maintenance is "
+             "Sunday nights", "s1", "2026-01-10T09:00:00")
+    say(mem, "also, I always rebase onto main before merging, never merge commits",
+        "s1", "2026-01-10T09:05:00")
+    say(mem, "two things: forget my partner's name, I overshared. and keep reminding me about "
+             "rebasing before merge, that one's important", "s2", "2026-02-01T09:00:00")
+
+    assert not any("Tomasz" in h.memory.text
+                   for h in mem.search("Tomasz", **WEB, include_episodes=True))
+    assert any("rebase" in i.text for i in mem.list(**WEB))
+
+
 def test_a_change_of_no_clear_kind_is_kept_as_the_change_it_makes(mem: Memory) -> None:
     # the kind head cannot tell what this is; the tuned reader reads a change
     say(mem, "接口超时统一设的 3s", "s1", "2026-01-10T09:00:00")

@@ -92,9 +92,11 @@ def requests_in(pieces: Sequence[Unit], readings: Sequence[Reading],
     """The forget requests among a turn's units, given the heads' reading of each."""
     asked = [asks_to_forget(r) for r in readings]
     # a sentence read as forgetting, next to a request, belongs to it ("about my email from
-    # the other day. please forget it")
+    # the other day. please forget it"), unless the tuned reader reads it otherwise ("and
+    # keep reminding me about rebasing")
     def part(i: int) -> bool:
         return asked[i] or (readings[i].intent == "forget"
+                            and readings[i].second_intent in (None, "forget")
                             and any(asked[j] for j in (i - 1, i + 1) if 0 <= j < len(asked)))
 
     out: list[ForgetRequest] = []
