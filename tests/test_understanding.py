@@ -100,6 +100,16 @@ def test_a_statement_that_ends_in_a_particle_or_pronoun_object_is_kept() -> None
     said = ex.extract([EpisodeIn("e1", "been on Zed full-time for a month, give me Zed "
                                        "shortcuts from now on", role="user")])
     assert any("Zed" in c.text for c in said)
+    assert not is_fragment("We format with black, line length 100, keep to that")
+
+
+def test_a_statement_worth_keeping_of_no_clear_kind_is_kept() -> None:
+    # the kind head spreads a pinned runtime over project, convention and pitfall, yet gives
+    # "none" little: dropping it lost the version a later upgrade should replace
+    ex = RulesExtractor()
+    said = ex.extract([EpisodeIn("e1", "we're pinned to Python 3.9 because of the old Airflow "
+                                       "deps, so no match statements please", role="user")])
+    assert any("3.9" in c.text and not c.replaces_only for c in said)
 
 
 # --- updates, forgetting ----------------------------------------------------------------

@@ -121,6 +121,9 @@ class RulesExtractor:
         change_p: how sure the intent head must be that a user's statement the kind head
             finds not worth keeping is an update or a correction, for it to be proposed
             as the change of what it replaces.
+        worth_none_below: a statement the kind head is unsure of the kind of (below
+            ``min_confidence``) is kept all the same when "none" gets less than this: the
+            head spreads it over several kinds, yet is sure it is worth keeping.
 
     Example::
 
@@ -131,12 +134,13 @@ class RulesExtractor:
 
     def __init__(self, *, window: int = 4, reader: Reader | None = None,
                  min_confidence: float = 0.25, chat_none_above: float = 0.55,
-                 change_p: float = 0.5) -> None:
+                 change_p: float = 0.5, worth_none_below: float = 0.1) -> None:
         self.window = window
         self.reader = reader or Reader()
         self.min_confidence = min_confidence
         self.chat_none_above = chat_none_above
         self.change_p = change_p
+        self.worth_none_below = worth_none_below
 
     def extract(self, episodes: Sequence[EpisodeIn]) -> list[Candidate]:
         out = self.turns([e for e in episodes if e.kind == "episode"])
@@ -223,7 +227,8 @@ class RulesExtractor:
             return None
         if r.kind_p < self.min_confidence and change and ep.speaker == "user" and not ep.is_agent:
             brief = True  # a change of no clear kind is kept only as the change of what it replaces
-        if (r.kind_p < self.min_confidence and not brief) or (
+        unsure_kind = r.kind_p < self.min_confidence and r.none_p >= self.worth_none_below
+        if (unsure_kind and not brief) or (
                 _QUESTION.search(unit.text) and r.intent != "instruction"):
             return None
         when = as_utc(ep.event_time)

@@ -27,7 +27,7 @@ _DANGLING = frozenset("to and or but the a an of with for in on at from by my yo
                       "are was were be that which who".split())
 #: Prepositions, after which a final "that" / "this" is a pronoun object ("keybindings for that").
 _PREPOSITION = frozenset("of with for in on at from by about like after before over under into "
-                         "than without".split())
+                         "than without to".split())
 #: Particles that end a phrase after an adverb, a pronoun or a participle ("from now on",
 #: "turn it off", "logged in").
 _PARTICLE = frozenset("on in off up out".split())
