@@ -95,6 +95,33 @@ def test_what_the_user_asks_to_keep_after_a_forget_request_stays(mem: Memory) ->
     assert any("rebase" in i.text for i in mem.list(**WEB))
 
 
+def test_forgetting_one_thing_keeps_a_memory_that_only_shares_common_words_with_it(
+        mem: Memory) -> None:
+    say(mem, "here's the sandbox token for the SMS provider: tok_sbx_9f3ZqLm2Wd, use it in "
+             "the integration tests", "s1", "2026-02-24T15:00:00")
+    say(mem, "the provider is Plivo btw, not Twilio, even though the client lib looks similar",
+        "s1", "2026-02-24T15:01:00")
+    say(mem, "wait, don't keep that token anywhere. wipe it from your notes", "s2",
+        "2026-02-24T15:40:00")
+
+    active = [i.text for i in mem.list(**WEB)]
+    assert any("Plivo" in t for t in active), active  # "provider" is no name of the token
+    assert not any("sandbox token" in t for t in active)
+
+
+def test_what_the_assistant_says_never_replaces_what_the_user_said(mem: Memory) -> None:
+    say(mem, "we install with npm here, there's a package-lock.json in the repo", "s1",
+        "2026-01-10T09:00:00")
+    mem.add([{"role": "user", "content": "did someone switch us to pnpm?"},
+             {"role": "assistant", "content": "Not as far as I can see: the repo still has "
+                                              "package-lock.json and no pnpm-lock.yaml."}],
+            session_id="s2", timestamp="2026-01-12T09:00:00", **WEB)
+    assert mem.flush(timeout=60)
+
+    npm = [i for i in mem.list(**WEB, include_inactive=True) if "install with npm" in i.text]
+    assert npm and npm[0].status == "active"
+
+
 def test_a_change_of_no_clear_kind_is_kept_as_the_change_it_makes(mem: Memory) -> None:
     # the kind head cannot tell what this is; the tuned reader reads a change
     say(mem, "接口超时统一设的 3s", "s1", "2026-01-10T09:00:00")

@@ -25,7 +25,7 @@ import re
 import time
 from collections import Counter
 from collections.abc import Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from datetime import datetime
 from typing import Any
 
@@ -37,7 +37,7 @@ from ..extract.heads import Reader
 from ..extract.requests import forget_requests
 from ..extract.statements import is_fragment, units
 from ..govern import ScreenPolicy
-from ..model import Candidate, MemoryItem, Scope, new_id
+from ..model import TRUST_LEVELS, Candidate, MemoryItem, Scope, new_id
 from ..store.base import NewMemory, Store
 from ..text import clauses, has_cjk, split_passages
 from .relate import family, forget_targets, relate, telling
@@ -217,6 +217,12 @@ class MemoryAgent:
                 return self._merge_or_refine(m, cand, session, metadata or {})
         rels = relate(self.reader, cand.said or cand.text, list({m.id: m for m in existing}.values()),
                       change=cand.intent in ("update", "correction"), kind=cand.kind)
+        # what the agent or a tool says never replaces what a more trusted speaker said (an
+        # assistant's "the repo still has package-lock.json" is not the user's new stack):
+        # at most it may, for a person to decide
+        trust = TRUST_LEVELS.index(source[0].provenance.trust) if source else 0
+        rels = [replace(r, action="unsure") if r.action == "supersede"
+                and TRUST_LEVELS.index(r.memory.provenance.trust) < trust else r for r in rels]
         if rels and rels[0].action == "same" and rels[0].memory.kind == cand.kind:
             return self._merge_or_refine(rels[0].memory, cand, session, metadata or {})
         # past the clearest one, only memories of the same kind: earlier versions of it;
@@ -392,16 +398,21 @@ class MemoryAgent:
             if not hit and (m in targets or any(_from_touched(m.text, ep.text, gone) for ep in near)):
                 hit = parts
             hits[m.id] = hit
-        rare = self._rare_words(gone + [c for h in hits.values() for c in h], turns)
-        # and every turn, event or memory that restates its rare words
+        forgotten = gone + [c for h in hits.values() for c in h]
+        rare = self._rare_words(forgotten, turns)
+        # and every turn or event that restates its rare words, and every memory that
+        # restates its names: in a small store every word is rare, and another memory may
+        # well say "provider" where only "Plivo" was asked about
         episodes |= {t.id for t in said if _restates(rare, t.text)}
+        named = {w for w in rare if has_cjk(w) or any(c.isdigit() for c in w)
+                 or w in _capitalised(" ".join(forgotten))}
         episodes.discard(said_in.id)
         reason = f"asked to forget: {request[:200]}"
         changed: list[str] = []
         kept_from_request = False
         for m in memories:
             parts = clauses(m.text)
-            hit = hits[m.id] + [c for c in parts if c not in hits[m.id] and _restates(rare, c)]
+            hit = hits[m.id] + [c for c in parts if c not in hits[m.id] and _restates(named, c)]
             if not hit:
                 kept_from_request |= said_in.id in m.sources
                 continue
@@ -478,6 +489,14 @@ def _from_touched(memory: str, turn: str, gone: Sequence[str]) -> bool:
 def _bare(clause: str) -> bool:
     """A value with nothing said about it: one token ("13812345678", an address)."""
     return len(clause.strip(" ,;，；。.").split()) <= 1 and not (has_cjk(clause) and len(clause) > 6)
+
+
+_CAPITALISED = re.compile(r"(?<=[^\s.!?:;\u2014-])(\s+)([A-Z][\w'-]*)")
+
+
+def _capitalised(text: str) -> set[str]:
+    """The words written with a capital inside a sentence, lower-cased: names."""
+    return {m.group(2).lower() for m in _CAPITALISED.finditer(text)}
 
 
 def _restates(rare: set[str], text: str) -> bool:
