@@ -122,6 +122,15 @@ def test_what_the_assistant_says_never_replaces_what_the_user_said(mem: Memory) 
     assert npm and npm[0].status == "active"
 
 
+def test_a_change_said_without_a_change_word_replaces_what_it_names(mem: Memory) -> None:
+    say(mem, "all client traffic goes through our GraphQL gateway, Apollo Router in front of "
+             "the subgraphs", "s1", "2026-01-10T09:00:00")
+    say(mem, "big change: we killed the gateway. mobile and web call each service's REST API "
+             "directly now", "s2", "2026-03-05T09:00:00")
+
+    superseded_by(mem, "Apollo", "killed")
+
+
 def test_a_change_of_no_clear_kind_is_kept_as_the_change_it_makes(mem: Memory) -> None:
     # the kind head cannot tell what this is; the tuned reader reads a change
     say(mem, "接口超时统一设的 3s", "s1", "2026-01-10T09:00:00")

@@ -54,7 +54,8 @@ class Relation:
 def relate(reader: Reader, text: str, known: Sequence[MemoryItem], *, nearest: int = 6,
            min_similarity: float = 0.78, min_p: float = 0.5, sure_p: float = 0.95, named_p: float = 0.7,
            sure_similarity: float = 0.85, same_similarity: float = 0.93,
-           change: bool = False, kind: str | None = None) -> list[Relation]:
+           certain_p: float = 0.98, change: bool = False,
+           kind: str | None = None) -> list[Relation]:
     """The known memories the statement replaces or repeats, strongest first (those it
     only may replace, ``unsure``, last); empty when it is new. A chain of versions
     ("3.10", then "moved to 3.11", "3.11 now") is replaced as a whole.
@@ -65,7 +66,8 @@ def relate(reader: Reader, text: str, known: Sequence[MemoryItem], *, nearest: i
     ``named_p`` when the two share a word (a name, a tool, a thing). Below that nearness,
     or when the statement is not worded as a change, the two must share a word ("Always
     use pnpm" replaces nothing about deploying), unless the nearest memory is of the
-    statement's own ``kind`` and the head is sure."""
+    statement's own ``kind`` and the head is sure, or it shares a word with the statement
+    and the head is all but certain (``certain_p``)."""
     if not known:
         return []
     order, sims = candidates(reader, text, known, nearest=nearest, min_similarity=min_similarity)
@@ -98,7 +100,10 @@ def relate(reader: Reader, text: str, known: Sequence[MemoryItem], *, nearest: i
         # replaces needs no shared word ("got a new machine, a MacBook Air" for the laptop)
         alike = (n == 0 and kind is not None and known[i].kind == kind
                  and sims[i] >= sure_similarity and row[_SUPERSEDE] >= sure_p)
-        if label == _SUPERSEDE and not changes and not alike and (
+        # and the nearest memory that names what the statement names, which the head is
+        # all but certain it replaces, needs no change word ("we killed the gateway")
+        certain = n == 0 and shared and row[_SUPERSEDE] >= certain_p
+        if label == _SUPERSEDE and not changes and not alike and not certain and (
                 sims[i] < sure_similarity or not shared):
             continue  # not said as a change, naming nothing of it: not its new value
         if label == _SUPERSEDE and not changes and row[label] < sure_p and not (
