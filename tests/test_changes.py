@@ -131,6 +131,18 @@ def test_a_change_said_without_a_change_word_replaces_what_it_names(mem: Memory)
     superseded_by(mem, "Apollo", "killed")
 
 
+def test_forget_it_after_a_task_sets_the_task_aside_and_forgets_nothing(mem: Memory) -> None:
+    say(mem, "before you tell me anything's done, run mypy --strict. non-negotiable", "s1",
+        "2026-02-09T16:00:00")
+    mem.add([{"role": "user", "content": "can you fix the typo in the README heading"},
+             {"role": "assistant", "content": "Which one? I see three headings."},
+             {"role": "user", "content": "eh forget it, I'll just do it myself"}],
+            session_id="s2", timestamp="2026-02-10T17:00:00", **WEB)
+    assert mem.flush(timeout=60)
+
+    assert any("mypy" in i.text for i in mem.list(**WEB))
+
+
 def test_a_change_of_no_clear_kind_is_kept_as_the_change_it_makes(mem: Memory) -> None:
     # the kind head cannot tell what this is; the tuned reader reads a change
     say(mem, "接口超时统一设的 3s", "s1", "2026-01-10T09:00:00")

@@ -23,7 +23,8 @@ _POINTER = re.compile(r"\b(?:it|them|those|these)\b|[那这][个些件条句]|�
 _THAT = re.compile(r"\b(?:that|this)\b", re.IGNORECASE)
 _THAT_ALONE = re.compile(r"\b(?:that|this)\b(?=\s*(?:[,.;:!?，。；！？]|$))", re.IGNORECASE)
 
-__all__ = ["ForgetRequest", "asks_to_forget", "forget_requests", "requests_in", "topic_words"]
+__all__ = ["ForgetRequest", "asks_to_forget", "forget_requests", "points_back", "requests_in",
+           "topic_words"]
 
 
 @dataclass(frozen=True)

@@ -34,7 +34,7 @@ import numpy as np
 from ..config import AgentConfig
 from ..embed import Embedder
 from ..extract.heads import Reader
-from ..extract.requests import forget_requests
+from ..extract.requests import forget_requests, points_back, topic_words
 from ..extract.statements import is_fragment, units
 from ..govern import ScreenPolicy
 from ..model import TRUST_LEVELS, Candidate, MemoryItem, Scope, new_id
@@ -378,6 +378,8 @@ class MemoryAgent:
         known = [m for m in memories if not set(m.sources) & later]
         for kept in keeps:  # what the user keeps is not what the request is about
             request = request.replace(kept, " ").strip()
+        if self._sets_aside(request, turns, said_in):
+            return []
         targets = forget_targets(self.reader, request, known + turns)
         if not targets:
             return []
@@ -433,6 +435,20 @@ class MemoryAgent:
                                       reason=reason)
                 changed.append(item.id)
         return changed
+
+    def _sets_aside(self, request: str, turns: Sequence[MemoryItem], said_in: MemoryItem) -> bool:
+        """Whether a request that names nothing ("forget it, I'll do it myself") comes right
+        after a turn of its session that holds nothing worth keeping (a task, a question):
+        it sets that aside, and there is nothing to forget."""
+        words = self.reader.heads.forget_words
+        if len(units(request)) != 1 or not points_back(request, words) or any(
+                telling(w) for w in _stems(topic_words(request, words))):
+            return False
+        mine = [t for t in turns if t.session_id == said_in.session_id]
+        if not mine:
+            return False
+        pieces = [u.text for u in units(mine[-1].text)] or [mine[-1].text]
+        return not any(r.worth for r in self.reader.read(pieces, ["user"] * len(pieces)))
 
     def _touched(self, parts: list[str], topic: set[str], request: str,
                  gone: Sequence[str], keeps: Sequence[str] = ()) -> list[str]:
