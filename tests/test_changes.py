@@ -143,6 +143,25 @@ def test_forget_it_after_a_task_sets_the_task_aside_and_forgets_nothing(mem: Mem
     assert any("mypy" in i.text for i in mem.list(**WEB))
 
 
+def test_a_forgotten_value_goes_from_tool_output_that_repeats_it(mem: Memory) -> None:
+    say(mem, "for this repo, commit messages start with the Jira key, like PAY-2231: fix rounding",
+        "s1", "2026-01-10T09:00:00")
+    mem.add_events([{"type": "tool_call", "tool": "Bash", "command": "git log --oneline -2",
+                     "exit_code": 0, "output": "c1e00aa PAY-2231: fix rounding\n9a2b3c4 PAY-2230: add"}],
+                   session_id="s2", timestamp="2026-01-12T09:00:00", **WEB)
+    say(mem, "Forget the commit prefix convention I mentioned, please.", "s3", "2026-01-31T09:00:00")
+
+    assert not any("PAY-2231" in h.memory.text
+                   for h in mem.search("PAY-2231", **WEB, include_episodes=True))
+
+
+def test_do_not_keep_it_beside_a_forget_request_is_no_wish_to_keep(mem: Memory) -> None:
+    say(mem, "团建定在千岛湖，10 月中旬，我得准备一个年度规划的分享", "s1", "2026-02-01T09:00:00")
+    say(mem, "团建那部分划掉，取消了，别留着", "s2", "2026-02-16T09:00:00")
+
+    assert not any("千岛湖" in i.text for i in mem.list(**WEB))
+
+
 def test_a_change_of_no_clear_kind_is_kept_as_the_change_it_makes(mem: Memory) -> None:
     # the kind head cannot tell what this is; the tuned reader reads a change
     say(mem, "接口超时统一设的 3s", "s1", "2026-01-10T09:00:00")

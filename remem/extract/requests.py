@@ -77,15 +77,21 @@ def forget_requests(reader: Reader, text: str, *, role: str = "user") -> list[Fo
 
 def _keeps(reader: Reader, pieces: Sequence[Unit], request: ForgetRequest) -> tuple[str, ...]:
     """The clauses after a request's last forget clause, in its sentence and the next one,
-    that the intent head reads as keeping something: what the user keeps."""
+    that read as keeping something: what the user keeps."""
     last = request.spans[-1]
     own = clauses(pieces[last].text)
     after = [*own, *(clauses(pieces[last + 1].text) if last + 1 < len(pieces) else [])]
     readings = reader.read(after, ["user"] * len(after)) if after else []
     asks = [i for i, r in enumerate(readings[:len(own)]) if r.intent == "forget"]
     start = asks[-1] + 1 if asks else len(own)
-    return tuple(c for c, r in zip(after[start:], readings[start:], strict=True)
-                 if r.intent == "keep")
+    return tuple(c for c, r in zip(after[start:], readings[start:], strict=True) if _keeps_it(r))
+
+
+def _keeps_it(reading: Reading) -> bool:
+    """One reader reads a clause as keeping something, and the other not as forgetting
+    ("别留着", don't keep it, is no keep)."""
+    intents = (reading.intent, reading.second_intent)
+    return "keep" in intents and "forget" not in intents
 
 
 def requests_in(pieces: Sequence[Unit], readings: Sequence[Reading],

@@ -401,13 +401,16 @@ class MemoryAgent:
                 hit = parts
             hits[m.id] = hit
         forgotten = gone + [c for h in hits.values() for c in h]
-        rare = self._rare_words(forgotten, turns)
+        # what goes goes whole, unless the user keeps a part: a tool's output that repeats
+        # any rare word of it ("PAY-2231" in a git log) goes too
+        whole = forgotten if keeps else \
+            forgotten + [t.text for t in targets] + [m.text for m in memories if hits[m.id]]
         # and every turn or event that restates its rare words, and every memory that
-        # restates its names: in a small store every word is rare, and another memory may
-        # well say "provider" where only "Plivo" was asked about
-        episodes |= {t.id for t in said if _restates(rare, t.text)}
-        named = {w for w in rare if has_cjk(w) or any(c.isdigit() for c in w)
-                 or w in _capitalised(" ".join(forgotten))}
+        # restates the names of what the request touched: in a small store every word is
+        # rare, and another memory may well say "provider" where only "Plivo" was asked about
+        episodes |= {t.id for t in said if _restates(self._rare_words(whole, turns), t.text)}
+        named = {w for w in self._rare_words(forgotten, turns) if has_cjk(w)
+                 or any(c.isdigit() for c in w) or w in _capitalised(" ".join(forgotten))}
         episodes.discard(said_in.id)
         reason = f"asked to forget: {request[:200]}"
         changed: list[str] = []
