@@ -10,6 +10,8 @@ from pathlib import Path
 import pytest
 
 from remem import Config, Memory
+from remem.extract.heads import Heads
+from remem.extract.requests import asked_of_another
 
 WEB = {"user_id": "alice", "project": "web"}
 
@@ -160,6 +162,26 @@ def test_do_not_keep_it_beside_a_forget_request_is_no_wish_to_keep(mem: Memory) 
     say(mem, "团建那部分划掉，取消了，别留着", "s2", "2026-02-16T09:00:00")
 
     assert not any("千岛湖" in i.text for i in mem.list(**WEB))
+
+
+def test_asking_someone_else_to_forget_forgets_nothing(mem: Memory) -> None:
+    say(mem, "the old Braintree integration is still in legacy/braintree but nothing calls it",
+        "s1", "2026-01-10T09:00:00")
+    say(mem, "Sam keeps asking about the legacy stuff. tell Sam to forget about the Braintree "
+             "code, he shouldn't touch it.", "s2", "2026-01-12T09:00:00")
+
+    assert any("legacy/braintree" in i.text for i in mem.list(**WEB))
+
+
+@pytest.mark.parametrize(("text", "another"), [
+    ("Ravi should forget the old bash deploy script, it's dead", True),
+    ("让他把旧接口忘了吧", True),
+    ("about my sister Priya, forget it", False),
+    ("I'd like you to forget my address", False),
+    ("他的电话号码你别记了", False),
+])
+def test_who_is_to_forget(text: str, another: bool) -> None:
+    assert asked_of_another(text, Heads.load().forget_words) is another
 
 
 def test_a_change_of_no_clear_kind_is_kept_as_the_change_it_makes(mem: Memory) -> None:

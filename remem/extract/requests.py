@@ -23,8 +23,14 @@ _POINTER = re.compile(r"\b(?:it|them|those|these)\b|[那这][个些件条句]|�
 _THAT = re.compile(r"\b(?:that|this)\b", re.IGNORECASE)
 _THAT_ALONE = re.compile(r"\b(?:that|this)\b(?=\s*(?:[,.;:!?，。；！？]|$))", re.IGNORECASE)
 
-__all__ = ["ForgetRequest", "asks_to_forget", "forget_requests", "points_back", "requests_in",
-           "topic_words"]
+#: a person other than the speaker or the listener, as the doer of what follows: a name,
+#: a third-person pronoun ("tell Sam to", "Ravi should", "让他")
+_OTHER = re.compile(r"(?:\b(?:he|she|they|him|her|them)\b|\b(?!(?:I|You|We)\b)[A-Z][a-z][\w'-]*)"
+                    r"(?:\s+(?:to|should|must|needs?|has|have|can|could|will|would|ought|better)\b)+\s+$"
+                    r"|[他她]们?[都也就]?(?:把|得|要|该|应该|需要)\S{0,12}$")
+
+__all__ = ["ForgetRequest", "asked_of_another", "asks_to_forget", "forget_requests", "points_back",
+           "requests_in", "topic_words"]
 
 
 @dataclass(frozen=True)
@@ -65,6 +71,17 @@ def asks_to_forget(reading: Reading, *, likely: float = 0.5, sure: float = 0.8) 
         or (reading.intent_p >= likely and not reading.worth)
 
 
+def asked_of_another(text: str, forget_words: frozenset[str]) -> bool:
+    """Whether the one who is to forget is somebody else ("tell Sam to forget the v2
+    endpoints", "Ravi should drop that script", "让他把旧接口忘了"): a name or a
+    third-person pronoun is the doer of the sentence's first forget word."""
+    low = text.lower()
+    found = [low.find(w) for w in forget_words if w.isascii() and re.search(rf"\b{w}\b", low)]
+    found += [low.find(w) for w in forget_words if not w.isascii() and w in low]
+    found = [i for i in found if i > 0]
+    return bool(found) and bool(_OTHER.search(text[:min(found)]))
+
+
 def forget_requests(reader: Reader, text: str, *, role: str = "user") -> list[ForgetRequest]:
     """The forget requests in one turn (none for an agent or a tool, which cannot ask)."""
     if role != "user":
@@ -97,7 +114,8 @@ def _keeps_it(reading: Reading) -> bool:
 def requests_in(pieces: Sequence[Unit], readings: Sequence[Reading],
                 forget_words: frozenset[str]) -> list[ForgetRequest]:
     """The forget requests among a turn's units, given the heads' reading of each."""
-    asked = [asks_to_forget(r) for r in readings]
+    asked = [asks_to_forget(r) and not asked_of_another(u.text, forget_words)
+             for u, r in zip(pieces, readings, strict=True)]
     # a sentence read as forgetting, next to a request, belongs to it ("about my email from
     # the other day. please forget it"), unless the tuned reader reads it otherwise ("and
     # keep reminding me about rebasing")
