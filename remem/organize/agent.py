@@ -408,9 +408,11 @@ class MemoryAgent:
         # and every turn or event that restates its rare words, and every memory that
         # restates the names of what the request touched: in a small store every word is
         # rare, and another memory may well say "provider" where only "Plivo" was asked about
-        episodes |= {t.id for t in said if _restates(self._rare_words(whole, turns), t.text)}
-        named = {w for w in self._rare_words(forgotten, turns) if has_cjk(w)
-                 or any(c.isdigit() for c in w) or w in _capitalised(" ".join(forgotten))}
+        rare = self._rare_words(whole, turns)
+        episodes |= {t.id for t in said if _restates(rare, t.text)}
+        touched = {w for c in forgotten for w in content_words(c)}
+        named = {w for w in rare & touched if has_cjk(w) or any(c.isdigit() for c in w)
+                 or w in _capitalised(" ".join(forgotten))}
         episodes.discard(said_in.id)
         reason = f"asked to forget: {request[:200]}"
         changed: list[str] = []
