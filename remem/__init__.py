@@ -11,9 +11,10 @@
 from __future__ import annotations
 
 import importlib
-import logging
-from typing import TYPE_CHECKING, Any
 
+# not ``typing.TYPE_CHECKING``: an agent hook imports this package first, and every module
+# it loads costs the hook time (type checkers read this constant the same way)
+TYPE_CHECKING = False
 if TYPE_CHECKING:
     from .config import Config, RetrievalConfig
     from .errors import (
@@ -48,7 +49,7 @@ def __dir__() -> list[str]:
     return sorted([*__all__, "__version__"])
 
 
-def __getattr__(name: str) -> Any:
+def __getattr__(name: str) -> object:
     home = _HOMES.get(name)
     if home is None:
         raise AttributeError(f"module 'remem' has no attribute {name!r}")
@@ -82,5 +83,3 @@ __all__ = [
     "StoreNotFoundError",
     "ValidationError",
 ]
-
-logging.getLogger(__name__).addHandler(logging.NullHandler())

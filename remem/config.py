@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import logging
 import os
 from collections.abc import Mapping
 from pathlib import Path
@@ -16,6 +17,10 @@ from .model import KINDS
 __all__ = ["AgentConfig", "Config", "ParametricConfig", "RedactionConfig", "RetentionConfig", "RetentionRule",
            "RetrievalConfig", "ServerConfig", "adapters_path", "cube_registry_path", "default_path", "is_url",
            "pg_server_path", "resolve_store", "signing_key_path"]
+
+# remem's log records go nowhere unless the application configures logging (set here, not
+# in the package's __init__, which an agent hook imports and must keep small)
+logging.getLogger("remem").addHandler(logging.NullHandler())
 
 
 class RetrievalConfig(BaseModel):

@@ -29,6 +29,19 @@ def test_importing_the_package_loads_nothing_heavy() -> None:
     assert out.stdout.strip() == "[]"
 
 
+def test_the_agent_hook_client_loads_only_what_a_hook_needs() -> None:
+    # every module it loads costs each hook, on every prompt and shell command, its time
+    import subprocess
+    import sys
+
+    heavy = ("argparse", "dataclasses", "logging", "numpy", "pathlib", "pydantic", "sqlite3",
+             "subprocess", "threading", "typing")
+    code = ("import sys; before = set(sys.modules); import remem.daemon.client; "
+            f"print(sorted(m for m in {heavy!r} if m in sys.modules and m not in before))")
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+    assert out.stdout.strip() == "[]"
+
+
 def test_every_exported_name_is_importable() -> None:
     module = importlib.import_module("remem")
     for name in remem.__all__:

@@ -202,6 +202,18 @@ def test_garbage_input_and_a_broken_store_never_break_the_agent(claude: Agent) -
                                       error="Exit code 1")) == ""
 
 
+def test_a_broken_hook_command_line_says_why_and_never_breaks_the_agent(claude: Agent) -> None:
+    command = claude.commands["SessionStart"]
+    for broken, why in [(" --colour red", "unknown option --colour"), (" --project", "--project needs a value"),
+                        (" --agent vim", "--agent must be one of")]:
+        claude.commands["SessionStart"] = command + broken
+        assert claude.fire("SessionStart", payload(claude, "SessionStart", "s1")) == (0, "")
+        assert why in claude.stderr
+    claude.commands["SessionStart"] = command + " --project=shop"  # both spellings of an option
+    assert claude.fire("SessionStart", payload(claude, "SessionStart", "s1"))[0] == 0
+    assert "remem hook" not in claude.stderr
+
+
 def test_no_hook_event_is_lost_while_another_process_holds_the_store(claude: Agent) -> None:
     with claude.memory() as m:  # create the store
         m.add("hello", user_id="alice")
@@ -236,7 +248,7 @@ def test_without_a_daemon_a_hook_records_to_the_spool_and_the_next_daemon_stores
                "project": None, "cwd": str(claude.root), "record": True,
                "payload": bash(claude, "PostToolUse", "s1", "deploy --token ghp_abcdefghijklmnopqrstuvwx",
                                tool_response={"stdout": "deployed"})}
-    path = spool(ep, message)
+    path = Path(spool(ep, message))
     assert path.stat().st_mode & 0o777 == 0o600
     assert "ghp_abcdefghijklmnopqrstuvwx" not in path.read_text()  # masked before the disk
     del claude.env["REMEM_DAEMON"]
@@ -245,7 +257,7 @@ def test_without_a_daemon_a_hook_records_to_the_spool_and_the_next_daemon_stores
     with claude.memory() as m:
         (event,) = m.list(kinds=["event"], user_id="alice", project="shop")
     assert event.metadata["event"]["command"] == "deploy --token ***"
-    assert not list(ep.spool.glob("*.json"))
+    assert not list(Path(ep.spool).glob("*.json"))
 
 
 def test_cursor_hooks_capture_commands_and_edits_and_answer_json(

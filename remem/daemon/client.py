@@ -21,22 +21,18 @@ The spool and the socket live in private folders (mode 0700): the spool under
 
 from __future__ import annotations
 
-import argparse
 import fcntl
 import hashlib
+import io
 import json
 import os
+import select
 import socket
 import stat
-import subprocess
 import sys
-import threading
 import time
-import uuid
+from collections import namedtuple
 from collections.abc import Mapping
-from dataclasses import dataclass
-from pathlib import Path
-from typing import Any
 
 from ..integrations.hook_events import (
     CLAUDE_EVENTS,
@@ -45,30 +41,30 @@ from ..integrations.hook_events import (
     WRITE_EVENTS,
     deadline_from_env,
 )
-from ..integrations.redact import redact
+
+# Only what a hook needs is imported here: every module costs each hook its import time
+# (argparse, dataclasses, pathlib, subprocess, threading and typing together cost more
+# than Python's own start). The credential masking is loaded by the hooks that spool.
 
 #: Characters of a command's output (and of an error or a message) a record keeps.
 _TAIL = 4000
 
 __all__ = ["Endpoint", "ask_daemon", "endpoint", "main", "private_folder", "run", "spool", "start_daemon"]
 
-@dataclass(frozen=True)
-class Endpoint:
-    """Where the daemon of one store and configuration listens and spools."""
+class Endpoint(namedtuple("Endpoint", "key socket spool lock log db")):
+    """Where the daemon of one store and configuration listens and spools: the key of
+    the store and settings, the paths of its socket, spool folder, lock and log, and the
+    store (None: the default store)."""
 
-    key: str
-    socket: Path
-    spool: Path
-    lock: Path
-    log: Path
-    db: str | None
+    __slots__ = ()
 
 
-def private_folder(folder: Path) -> Path:
+def private_folder(folder: str | os.PathLike[str]) -> str:
     """``folder``, created for this user only; one that someone else owns or can write to
     (a folder planted in /tmp) is refused."""
-    folder.mkdir(parents=True, exist_ok=True, mode=0o700)
-    info = folder.lstat()  # a symlink planted in its place is refused too
+    folder = os.fspath(folder)
+    os.makedirs(folder, mode=0o700, exist_ok=True)
+    info = os.lstat(folder)  # a symlink planted in its place is refused too
     if not stat.S_ISDIR(info.st_mode) or info.st_uid != os.getuid() or info.st_mode & 0o077:
         raise PermissionError(f"{folder} must belong to this user alone (mode 0700)")
     return folder
@@ -80,28 +76,29 @@ def endpoint(db: str | os.PathLike[str] | None = None,
     ``REMEM_*`` settings of ``environ``: the same settings always meet the same daemon."""
     env = os.environ if environ is None else environ
     # a store URL names a server; a path is made absolute (standard library only here)
-    store = None if db is None else str(db) if "://" in str(db) else str(Path(db).expanduser().resolve())
+    store = None if db is None else str(db) if "://" in str(db) else os.path.realpath(os.path.expanduser(db))
     settings = sorted((k, v) for k, v in env.items()
                       if k.startswith("REMEM_") and k not in ("REMEM_HOOK_DEADLINE_S", "REMEM_DAEMON"))
     from .. import __version__
 
     key = hashlib.sha256(json.dumps([__version__, store, settings]).encode()).hexdigest()[:16]
     runtime = env.get("XDG_RUNTIME_DIR")
-    run = Path(runtime) / "remem" if runtime else Path(f"/tmp/remem-{os.getuid()}")
-    home = Path(env.get("REMEM_HOME") or Path(env.get("HOME") or Path.home()) / ".remem")
+    run = os.path.join(runtime, "remem") if runtime else f"/tmp/remem-{os.getuid()}"
+    home = env.get("REMEM_HOME") or os.path.join(env.get("HOME") or os.path.expanduser("~"), ".remem")
     # records are the store's, whatever the settings: one spool per store file
     spool_key = hashlib.sha256(json.dumps(store).encode()).hexdigest()[:16]
-    return Endpoint(key=key, socket=run / f"{key}.sock", spool=home / "spool" / spool_key,
-                    lock=run / f"{key}.lock", log=run / f"{key}.log", db=store)
+    return Endpoint(key=key, socket=os.path.join(run, f"{key}.sock"),
+                    spool=os.path.join(home, "spool", spool_key), lock=os.path.join(run, f"{key}.lock"),
+                    log=os.path.join(run, f"{key}.log"), db=store)
 
 
-def ask_daemon(ep: Endpoint, message: dict[str, Any], timeout: float) -> dict[str, Any] | None:
+def ask_daemon(ep: Endpoint, message: dict[str, object], timeout: float) -> dict[str, object] | None:
     """Send one message to the daemon and return its answer; None when no daemon listens."""
     with socket.socket(socket.AF_UNIX, socket.SOCK_STREAM) as sock:
         sock.settimeout(max(0.01, timeout))
         try:
-            private_folder(ep.socket.parent)
-            sock.connect(str(ep.socket))
+            private_folder(os.path.dirname(ep.socket))
+            sock.connect(ep.socket)
         except (FileNotFoundError, ConnectionRefusedError):
             return None
         sock.sendall(json.dumps(message, ensure_ascii=False).encode() + b"\n")
@@ -115,7 +112,9 @@ def ask_daemon(ep: Endpoint, message: dict[str, Any], timeout: float) -> dict[st
     return answer if isinstance(answer, dict) else None
 
 
-def _masked(value: Any) -> Any:
+def _masked(value: object) -> object:
+    from ..integrations.redact import redact
+
     if isinstance(value, str):
         return redact(value)
     if isinstance(value, dict):
@@ -125,18 +124,18 @@ def _masked(value: Any) -> Any:
     return value
 
 
-def spool(ep: Endpoint, message: dict[str, Any]) -> Path:
+def spool(ep: Endpoint, message: dict[str, object]) -> str:
     """Write a hook's record to the daemon's spool, durably and atomically, credentials
     masked; the daemon stores it, in order, when it can."""
     folder = private_folder(ep.spool)
-    name = f"{time.time_ns():020d}-{uuid.uuid4().hex[:12]}"
-    tmp = folder / f".{name}.tmp"
+    name = f"{time.time_ns():020d}-{os.urandom(6).hex()}"
+    tmp = os.path.join(folder, f".{name}.tmp")
     fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
     with os.fdopen(fd, "w", encoding="utf-8") as f:
         json.dump(_masked(message), f, ensure_ascii=False)
         f.flush()
         os.fsync(f.fileno())
-    path = folder / f"{name}.json"
+    path = os.path.join(folder, f"{name}.json")
     os.replace(tmp, path)
     dir_fd = os.open(folder, os.O_RDONLY)
     try:
@@ -146,7 +145,7 @@ def spool(ep: Endpoint, message: dict[str, Any]) -> Path:
     return path
 
 
-def _kept(payload: dict[str, Any]) -> dict[str, Any]:
+def _kept(payload: dict[str, object]) -> dict[str, object]:
     """What a record needs of a hook's payload: never a whole file written by an edit,
     only the tail of a command's output."""
     out = dict(payload)
@@ -184,7 +183,9 @@ def starting(ep: Endpoint) -> bool:
 def start_daemon(ep: Endpoint) -> None:
     """Start the daemon for this endpoint in the background, unless one is already
     starting (a second one would exit at once anyway)."""
-    private_folder(ep.socket.parent)
+    import subprocess
+
+    private_folder(os.path.dirname(ep.socket))
     if starting(ep):
         return
     argv = [sys.executable, "-m", "remem.daemon", "--key", ep.key]
@@ -195,17 +196,43 @@ def start_daemon(ep: Endpoint) -> None:
                          start_new_session=True, close_fds=True)
 
 
-def _parse(argv: list[str]) -> argparse.Namespace:
-    parser = argparse.ArgumentParser(prog="remem hook", add_help=False)
-    parser.add_argument("event")
-    parser.add_argument("--agent", default="claude-code", choices=("claude-code", "cursor"))
-    parser.add_argument("--db")
-    parser.add_argument("--user")
-    parser.add_argument("--project")
-    return parser.parse_args(argv)
+class HookArgs(namedtuple("HookArgs", "event agent db user project")):
+    """The command line of ``remem hook``."""
+
+    __slots__ = ()
 
 
-def _direct(args: argparse.Namespace, raw: bytes, deadline: float) -> int:
+_AGENTS = ("claude-code", "cursor")
+
+
+def _parse(argv: list[str]) -> HookArgs:
+    """``EVENT [--agent A] [--db PATH] [--user U] [--project P]`` (``--name=value`` too);
+    ValueError says what is wrong."""
+    options: dict[str, str] = {}
+    events: list[str] = []
+    rest = list(argv)
+    while rest:
+        word = rest.pop(0)
+        if not word.startswith("--"):
+            events.append(word)
+            continue
+        name, has_value, value = word[2:].partition("=")
+        if name not in ("agent", "db", "user", "project"):
+            raise ValueError(f"unknown option --{name}")
+        if not has_value:
+            if not rest:
+                raise ValueError(f"--{name} needs a value")
+            value = rest.pop(0)
+        options[name] = value
+    if len(events) != 1:
+        raise ValueError("expected one event name, such as SessionStart")
+    agent = options.get("agent", "claude-code")
+    if agent not in _AGENTS:
+        raise ValueError(f"--agent must be one of {', '.join(_AGENTS)}, not {agent!r}")
+    return HookArgs(events[0], agent, options.get("db"), options.get("user"), options.get("project"))
+
+
+def _direct(args: HookArgs, raw: bytes, deadline: float) -> int:
     import io
 
     from ..integrations.hooks import run_hook
@@ -224,7 +251,7 @@ def _print(text: str) -> None:
     sys.stdout.flush()
 
 
-def run(args: argparse.Namespace, raw: bytes, *, deadline: float,
+def run(args: HookArgs, raw: bytes, *, deadline: float,
         environ: Mapping[str, str] | None = None) -> str:
     """The text to print for one hook: asked of the daemon, which is started when needed."""
     start = time.monotonic()
@@ -265,28 +292,41 @@ def run(args: argparse.Namespace, raw: bytes, *, deadline: float,
     return json.dumps(out, ensure_ascii=False) if out is not None else fallback
 
 
-def _read(stream: Any, deadline: float) -> bytes | None:
-    """All of ``stream``, or None when it does not end within ``deadline`` seconds."""
-    got: list[bytes] = []
-    reader = threading.Thread(target=lambda: got.append(stream.read()), daemon=True)
-    reader.start()
-    reader.join(deadline)
-    return got[0] if got else None
+def _read(stream: io.TextIOWrapper, deadline: float) -> bytes | None:
+    """All of ``stream`` (stdin), or None when it does not end within ``deadline`` seconds."""
+    try:
+        fd = stream.fileno()
+    except (OSError, ValueError):  # in memory (a test runner's): it never waits
+        return stream.buffer.read()
+    end = time.monotonic() + deadline
+    chunks: list[bytes] = []
+    while True:
+        left = end - time.monotonic()
+        if left <= 0 or not select.select([fd], [], [], left)[0]:
+            return None
+        try:
+            chunk = os.read(fd, 1 << 16)
+        except OSError:  # no stdin at all: nothing was sent
+            chunk = b""
+        if not chunk:
+            return b"".join(chunks)
+        chunks.append(chunk)
 
 
 def main(argv: list[str] | None = None) -> int:
     """``remem hook EVENT [--agent A] [--db PATH] [--user U] [--project P]``; always 0."""
     try:
         args = _parse(sys.argv[1:] if argv is None else argv)
-    except SystemExit:
-        return 0  # a broken command line must not break the agent either
+    except ValueError as exc:  # a broken command line must not break the agent either
+        print(f"remem hook: {exc}", file=sys.stderr)
+        return 0
     deadline = deadline_from_env()
     start = time.monotonic()
-    raw = _read(sys.stdin.buffer, deadline)
+    raw = _read(sys.stdin, deadline)
     if raw is None:
         print(f"remem hook {args.event}: no input within {deadline:.1f}s", file=sys.stderr)
         _print("{}" if args.agent == "cursor" else "")
-        os._exit(0)  # the reading thread must not hold the agent up
+        return 0
     deadline = max(0.1, deadline - (time.monotonic() - start))
     if os.environ.get("REMEM_DAEMON", "1").strip().lower() in ("0", "false", "no", "off"):
         return _direct(args, raw, deadline)

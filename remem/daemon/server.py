@@ -143,7 +143,8 @@ class HookDaemon:
 
     def spooled(self) -> list[Path]:
         """The records waiting to be stored, oldest first."""
-        return sorted(self.ep.spool.glob("*.json")) if self.ep.spool.is_dir() else []
+        spool = Path(self.ep.spool)
+        return sorted(spool.glob("*.json")) if spool.is_dir() else []
 
     def drain(self) -> int:
         """Store what is spooled, in order; stops at the first record the store cannot
@@ -151,7 +152,7 @@ class HookDaemon:
         that can never be stored (malformed) is set aside in ``failed/``. Returns how
         many were stored. Daemons of other settings sharing the store's spool take
         turns (a file lock), so each record is stored once."""
-        with self._draining, open(self.ep.spool / ".drain.lock", "a") as lock:
+        with self._draining, open(Path(self.ep.spool) / ".drain.lock", "a") as lock:
             fcntl.flock(lock, fcntl.LOCK_EX)
             return self._drain()
 
@@ -162,7 +163,7 @@ class HookDaemon:
                 message = json.loads(path.read_text(encoding="utf-8"))
                 payload = self._payload(message)
             except (OSError, ValueError) as exc:  # malformed: it will never be stored
-                failed = self.ep.spool / "failed"
+                failed = Path(self.ep.spool) / "failed"
                 failed.mkdir(exist_ok=True, mode=0o700)
                 os.replace(path, failed / path.name)
                 log.error("record %s set aside: %s: %s", path.name, type(exc).__name__, exc)
@@ -235,14 +236,14 @@ class HookDaemon:
     def run(self) -> int:
         """Serve until stopped or idle. Returns 0, also when another daemon already serves
         this endpoint (it keeps serving)."""
-        private_folder(self.ep.socket.parent)
+        private_folder(os.path.dirname(self.ep.socket))
         with open(self.ep.lock, "a") as lock:
             if not self._lock(lock):
                 return 0
-            self.ep.socket.unlink(missing_ok=True)  # left by a daemon that was killed
+            Path(self.ep.socket).unlink(missing_ok=True)  # left by a daemon that was killed
             private_folder(self.ep.spool)
             _ = self.memory  # opened once, before any thread can race to open it
-            server = _Server(str(self.ep.socket), _Handler)
+            server = _Server(self.ep.socket, _Handler)
             server.owner = self
             os.chmod(self.ep.socket, 0o600)
             self._server = server
@@ -255,7 +256,7 @@ class HookDaemon:
             finally:
                 self._stopping.set()
                 server.server_close()
-                self.ep.socket.unlink(missing_ok=True)
+                Path(self.ep.socket).unlink(missing_ok=True)
                 threads[0].join(timeout=30)
                 self.drain()
                 if self._memory is not None:
