@@ -48,6 +48,18 @@ def test_a_brief_chinese_change_supersedes_and_keeps_history(mem: Memory) -> Non
     assert [i.text for i in back_then] == ["代码缩进用四个空格"]
 
 
+@pytest.mark.parametrize(("old", "new", "old_word", "new_word"), [
+    ("style note: 4 spaces for indentation everywhere", "switched to tabs.", "4 spaces", "tabs"),
+    ("we deploy the api to Heroku", "moved over to Fly.io last week", "Heroku", "Fly.io"),
+])
+def test_a_brief_change_naming_nothing_of_the_old_value_replaces_the_nearest_memory(
+        mem: Memory, old: str, new: str, old_word: str, new_word: str) -> None:
+    say(mem, old, "s1", "2026-01-10T09:00:00")
+    say(mem, new, "s2", "2026-02-01T09:00:00")
+
+    superseded_by(mem, old_word, new_word)
+
+
 def test_a_brief_change_of_nothing_known_is_no_memory(mem: Memory) -> None:
     say(mem, "改成 tab 了", "s1", "2026-02-01T09:00:00")
 

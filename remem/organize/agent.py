@@ -216,7 +216,8 @@ class MemoryAgent:
                     mine, content_words(m.text)) >= self.config.merge_similarity):
                 return self._merge_or_refine(m, cand, session, metadata or {})
         rels = relate(self.reader, cand.said or cand.text, list({m.id: m for m in existing}.values()),
-                      change=cand.intent in ("update", "correction"), kind=cand.kind)
+                      change=cand.intent in ("update", "correction"), brief=cand.replaces_only,
+                      kind=cand.kind)
         # what the agent or a tool says never replaces what a more trusted speaker said (an
         # assistant's "the repo still has package-lock.json" is not the user's new stack):
         # at most it may, for a person to decide

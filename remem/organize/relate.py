@@ -54,8 +54,8 @@ class Relation:
 def relate(reader: Reader, text: str, known: Sequence[MemoryItem], *, nearest: int = 6,
            min_similarity: float = 0.78, min_p: float = 0.5, sure_p: float = 0.95, named_p: float = 0.7,
            sure_similarity: float = 0.85, same_similarity: float = 0.93,
-           certain_p: float = 0.98, change: bool = False,
-           kind: str | None = None) -> list[Relation]:
+           certain_p: float = 0.98, brief_p: float = 0.9, change: bool = False,
+           brief: bool = False, kind: str | None = None) -> list[Relation]:
     """The known memories the statement replaces or repeats, strongest first (those it
     only may replace, ``unsure``, last); empty when it is new. A chain of versions
     ("3.10", then "moved to 3.11", "3.11 now") is replaced as a whole.
@@ -67,7 +67,9 @@ def relate(reader: Reader, text: str, known: Sequence[MemoryItem], *, nearest: i
     or when the statement is not worded as a change, the two must share a word ("Always
     use pnpm" replaces nothing about deploying), unless the nearest memory is of the
     statement's own ``kind`` and the head is sure, or it shares a word with the statement
-    and the head is all but certain (``certain_p``)."""
+    and the head is all but certain (``certain_p``). A ``brief`` change ("switched to
+    tabs") means something only as the change of what it is nearest to: the nearest
+    memory is replaced when the head gives ``brief_p``, whatever words the two share."""
     if not known:
         return []
     order, sims = candidates(reader, text, known, nearest=nearest, min_similarity=min_similarity)
@@ -113,7 +115,8 @@ def relate(reader: Reader, text: str, known: Sequence[MemoryItem], *, nearest: i
             if row[label] >= min_p and shared:
                 found.append(Relation("unsure", known[i], float(row[label]), float(sims[i]), shared))
             continue
-        if label == _SUPERSEDE and sims[i] < sure_similarity and not shared:
+        if label == _SUPERSEDE and sims[i] < sure_similarity and not shared and not (
+                brief and n == 0 and row[label] >= brief_p):
             continue  # a change of something else entirely ("moved to pnpm" vs the staging host)
         if label == _SAME and (sims[i] < same_similarity or row[label] < 0.6):
             continue  # saying the same thing needs near-identical meaning
