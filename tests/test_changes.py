@@ -235,3 +235,16 @@ def test_a_new_value_in_other_words_replaces_the_old(mem: Memory, old: str, new:
     say(mem, new, "s2", "2026-02-01T09:00:00")
 
     superseded_by(mem, old_word, new_word)
+
+
+@pytest.mark.parametrize(("said", "expect"), [
+    ("deploy flow: build the image -> push to ECR -> bump the helm chart",
+     "Deploy flow: 1. build the image; 2. push to ECR; 3. bump the helm chart"),
+    ("日志管道是 Filebeat -> Kafka -> Flink，topic 叫 app-logs",
+     "日志管道是 Filebeat -> Kafka -> Flink，topic 叫 app-logs"),
+])
+def test_a_chain_said_with_arrows_is_kept(mem: Memory, said: str, expect: str) -> None:
+    # the numbers of the steps are the extractor's wording, not values the turn must state
+    say(mem, said, "s1", "2026-01-10T09:00:00")
+
+    assert expect in [i.text for i in mem.list(**WEB)]

@@ -149,6 +149,9 @@ _DATE_WORDS = re.compile(
     r"\b(?:on|in|around)(?: the week of| the weekend of)?(?: \d{1,2})? "
     r"(?:January|February|March|April|May|June|July|August|September|October|November|"
     r"December) \d{4}\b|\bin \d{4}\b|\d{4}年(?:\d{1,2}月(?:\d{1,2}日)?)?(?:那周|那个周末|前后)?")
+# The numbers of a list of steps an extractor wrote ("1. build the image; 2. push ..."):
+# its own wording, not a value its sources must state.
+_ENUMERATORS = re.compile(r"(?:^|(?<=[;；]))\s*\d{1,2}\.\s")
 _SUFFIX = re.compile(r"(?:'s|ies|es|s|ed|ing)$")
 _CJK_RUN = re.compile("[\u3040-\u30ff\u3400-\u4dbf\u4e00-\u9fff\uac00-\ud7af\uf900-\ufaff]+")
 #: How close in meaning (cosine of the bundled embedder's vectors) a rewrite must be to a
@@ -266,6 +269,7 @@ def _unsupported(cand: Candidate, sources: list[str], min_support: float,
         return (f"not supported by its sources: {share:.0%} of its content words appear "
                 f"there (need {min_support:.0%}); missing: {', '.join(missing[:8])}")
     text = _DATE_WORDS.sub(" ", cand.text) if cand.event_time else cand.text
+    text = _ENUMERATORS.sub(" ", text)
     values = missing_values(text, sources, cand.subject, _TEMPLATE | speakers)
     if values:
         return f"not supported by its sources: they do not state {', '.join(values[:8])}"

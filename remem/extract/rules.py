@@ -232,6 +232,8 @@ class RulesExtractor:
                 _QUESTION.search(unit.text) and r.intent != "instruction"):
             return None
         when = as_utc(ep.event_time)
+        if kind != "procedure" and unit.steps:
+            unit = Unit(unit.text)  # "the pipeline is Filebeat -> Kafka -> Flink": no steps to do
         text, event_time = render(unit, ep.speaker, when)
         if is_fragment(text):
             return None

@@ -279,10 +279,16 @@ def render(unit: Unit, speaker: str, when: datetime | None) -> tuple[str, dateti
         text = text[:1].upper() + text[1:]
     if unit.steps:
         steps = [_resolve_zh(s, "用户") if lang == "zh" else s for s in unit.steps]
+        colon = "：" if lang == "zh" else ": "
+        if _ARROW.search(text):  # "deploy flow: build -> push -> bump": the heading leads
+            heading, _, first = steps[0].rpartition(colon.strip())
+            text, steps[0] = (heading.strip(), first) if heading.strip() and first.strip() else ("", steps[0])
+            text = text[:1].upper() + text[1:]
+        elif text.strip() == unit.steps[0].strip():
+            text = ""
         sep = "；" if lang == "zh" else "; "
         listed = sep.join(f"{i}. {s.strip().rstrip('.。;；')}" for i, s in enumerate(steps, 1))
-        text = listed if text.strip() == unit.steps[0].strip() or _ARROW.search(text) \
-            else f"{text}: {listed}" if lang == "en" else f"{text}：{listed}"
+        text = f"{text}{colon}{listed}" if text else listed
     event_time = None
     date = find_date(text, when)
     if date is not None:
