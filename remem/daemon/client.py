@@ -233,8 +233,6 @@ def _parse(argv: list[str]) -> HookArgs:
 
 
 def _direct(args: HookArgs, raw: bytes, deadline: float) -> int:
-    import io
-
     from ..integrations.hooks import run_hook
 
     out, finished = run_hook(args.event, io.BytesIO(raw), agent_name=args.agent, db=args.db,
