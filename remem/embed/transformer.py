@@ -263,7 +263,10 @@ class Encoder:
             ctx = (att @ v).transpose(0, 2, 1, 3).reshape(n, length, H)
             x = _layer_norm(x + proj("ao", ctx), w[f"l{layer}.aln.w"], w[f"l{layer}.aln.b"], self.eps)
             mid = proj("fi", x)
-            mid = 0.5 * mid * (1.0 + _erf(mid / math.sqrt(2.0)))
+            gate = _erf(mid / math.sqrt(2.0))
+            gate += 1.0
+            mid *= 0.5
+            mid *= gate  # GELU, in place: the same operations in the same order
             x = _layer_norm(x + proj("fo", mid), w[f"l{layer}.oln.w"], w[f"l{layer}.oln.b"], self.eps)
         return x
 
@@ -282,10 +285,19 @@ def _layer_norm(x: np.ndarray, w: np.ndarray, b: np.ndarray, eps: float) -> np.n
 
 
 def _erf(x: np.ndarray) -> np.ndarray:
-    # Abramowitz-Stegun 7.1.26 (|error| < 1.5e-7): numpy has no erf, and scipy is no dependency
-    sign = np.sign(x)
+    # Abramowitz-Stegun 7.1.26 (|error| < 1.5e-7): numpy has no erf, and scipy is no
+    # dependency. In place on two arrays: this runs on every layer of every reading.
     a = np.abs(x)
-    t = 1.0 / (1.0 + 0.3275911 * a)
-    y = 1.0 - (((((1.061405429 * t - 1.453152027) * t) + 1.421413741) * t - 0.284496735) * t
-               + 0.254829592) * t * np.exp(-a * a)
-    return (sign * y).astype(x.dtype)
+    t = 0.3275911 * a
+    t += 1.0
+    np.reciprocal(t, out=t)
+    y = 1.061405429 * t
+    for c in (-1.453152027, 1.421413741, -0.284496735, 0.254829592):
+        y += c
+        y *= t
+    np.square(a, out=a)
+    np.negative(a, out=a)
+    np.exp(a, out=a)
+    y *= a
+    np.subtract(1.0, y, out=y)
+    return np.copysign(y, x, out=y)

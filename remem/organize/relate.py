@@ -75,15 +75,22 @@ def relate(reader: Reader, text: str, known: Sequence[MemoryItem], *, nearest: i
     order, sims = candidates(reader, text, known, nearest=nearest, min_similarity=min_similarity)
     if not order:
         return []
+    named = [_shared(known[i].text, text) for i in order]  # telling words in common
+    # the pair head reads only what it could relate: below ``sure_similarity`` and naming
+    # nothing of it, a memory is replaced only as the nearest one of a brief change
+    ask = [n for n, i in enumerate(order)
+           if named[n] or sims[i] >= sure_similarity or (brief and n == 0)]
+    if not ask:
+        return []
     probs_new = reader.read([text], ["user"])[0].intent_probs
-    probs = reader.relate([known[i].text for i in order], text, probs_new)
+    probs = reader.relate([known[order[n]].text for n in ask], text, probs_new)
     # worded as a change ("upgraded", "不对", "no longer"), or a pair the head is sure of
     said_change = float(probs_new[_UPDATE] + probs_new[_CORRECTION])
     changes = change or said_change >= 0.3
     found: list[Relation] = []
-    for n, (row, i) in enumerate(zip(probs, order, strict=False)):
+    for n, row in zip(ask, probs, strict=True):
+        i, shared = order[n], named[n]
         label = int(row.argmax())
-        shared = _shared(known[i].text, text)  # telling words the two have in common
         if label == _SAME and _swapped(known[i].text, text):
             # one value for another ("on Thursdays" -> "on Tuesdays", port 7001 -> 7010) is
             # a new value of the same attribute, however alike the rest reads
