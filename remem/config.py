@@ -310,7 +310,9 @@ class Config(BaseModel):
     chunk_tokens: int = Field(200, ge=16, description="long texts are split into passages")
     max_text_chars: int = Field(100_000, ge=1, description="one message's size limit")
     busy_timeout_s: float = Field(10.0, gt=0)
-    worker_batch: int = Field(32, ge=1, description="passages embedded per worker step")
+    worker_batch: int = Field(32, ge=1, description="passages embedded per worker batch")
+    worker_slice_s: float = Field(1.0, gt=0, description="the worker runs each kind of job "
+                                  "(embedding, extraction, ...) for up to this long in turn")
     job_lease_s: float = Field(60.0, gt=0, description="a job a worker claimed is taken over "
                                "by another worker when not finished (or renewed) in this time")
     job_backoff_s: float = Field(2.0, gt=0, description="a failed job waits this long, doubled "

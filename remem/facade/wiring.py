@@ -118,7 +118,8 @@ def build(config: Config, path: str | os.PathLike[str] | None, *, embedder: Embe
         triggers.add(Trigger("retention", on="timer", job="retention", payload=lambda event: {},
                              every_s=config.retention.every_s))
     worker = Worker(store, embedder, batch=config.worker_batch, lease_s=config.job_lease_s,
-                    backoff_s=config.job_backoff_s, tick=triggers.tick, handlers={
+                    slice_s=config.worker_slice_s, backoff_s=config.job_backoff_s,
+                    tick=triggers.tick, handlers={
         "extract": extract_handler(store, extractor, agent),
         "prefetch": prefetch_handler(store, prefetcher, config.agent),
         "decay": decay_handler(store, config.agent),

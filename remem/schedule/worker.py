@@ -40,7 +40,8 @@ class Worker:
     """
 
     def __init__(self, store: Store, embedder: Embedder, *, batch: int = 32,
-                 lease_s: float = 60.0, backoff_s: float = 2.0,
+                 lease_s: float = 60.0, backoff_s: float = 2.0, slice_s: float = 1.0,
+                 clock: Callable[[], float] = time.monotonic,
                  handlers: dict[str, Handler] | None = None,
                  tick: Callable[[], object] | None = None, tick_every_s: float = 30.0,
                  after_step: Callable[[], object] | None = None) -> None:
@@ -50,6 +51,8 @@ class Worker:
         self.tick_every_s = tick_every_s
         self._last_tick = time.monotonic()  # timers first look after tick_every_s
         self.backoff_s = backoff_s
+        self.slice_s = slice_s
+        self.clock = clock
         self.embedder = embedder
         self.batch = batch
         self.lease_s = lease_s
@@ -82,17 +85,22 @@ class Worker:
         return True
 
     def _run_embed(self) -> int:
-        jobs = self.store.claim_jobs("embed", self.batch, self.lease_s)
-        if not jobs:
-            return 0
-        try:
-            if not self._embed(jobs):
-                self.store.release_jobs(jobs)  # what is embedded stays; the rest waits
-        except Exception as exc:  # a failed batch is retried later, never dropped
-            log.warning("embedding %d jobs failed: %s", len(jobs), exc)
-            for job in jobs:
-                self.store.fail_job(job, f"{type(exc).__name__}: {exc}", retry_in=self._backoff(job))
-        return len(jobs)
+        """Embed batches of jobs until none is left or the step's slice of time is used."""
+        start, done = self.clock(), 0
+        while not self._stop.is_set() and (not done or self.clock() - start < self.slice_s):
+            jobs = self.store.claim_jobs("embed", self.batch, self.lease_s)
+            if not jobs:
+                break
+            done += len(jobs)
+            try:
+                if not self._embed(jobs):
+                    self.store.release_jobs(jobs)  # what is embedded stays; the rest waits
+            except Exception as exc:  # a failed batch is retried later, never dropped
+                log.warning("embedding %d jobs failed: %s", len(jobs), exc)
+                for job in jobs:
+                    self.store.fail_job(job, f"{type(exc).__name__}: {exc}", retry_in=self._backoff(job))
+                break
+        return done
 
     def _backoff(self, job: Job) -> float:
         return self.backoff_s * 2.0 ** (job.attempts - 1)
@@ -100,23 +108,31 @@ class Worker:
     # --- other kinds ------------------------------------------------------------------
 
     def _run_kind(self, kind: str, handler: Handler) -> int:
+        """Run jobs of ``kind`` one by one until none is left or the step's slice of
+        time is used (at least one)."""
         if WAITS_FOR.get(kind) and self.store.has_pending(WAITS_FOR[kind]):
             return 0  # e.g. a prefetch waits until the memories of the last turns exist
-        jobs = self.store.claim_jobs(kind, 8, self.lease_s)
-        for job in jobs:
-            if self._stop.is_set():
-                self.store.release_jobs([job])
-                continue
+        start, done = self.clock(), 0
+        while not self._stop.is_set() and (not done or self.clock() - start < self.slice_s):
+            jobs = self.store.claim_jobs(kind, 1, self.lease_s)
+            if not jobs:
+                break
+            done += 1
             try:
-                handler(job)
+                handler(jobs[0])
             except Exception as exc:  # retried with backoff, then failed and visible
-                log.warning("%s job %s failed (attempt %d): %s", kind, job.id, job.attempts, exc)
-                self.store.fail_job(job, f"{type(exc).__name__}: {exc}", retry_in=self._backoff(job))
-        return len(jobs)
+                log.warning("%s job %s failed (attempt %d): %s", kind, jobs[0].id,
+                            jobs[0].attempts, exc)
+                self.store.fail_job(jobs[0], f"{type(exc).__name__}: {exc}",
+                                    retry_in=self._backoff(jobs[0]))
+                break  # a failed job is not tried again within one step
+        return done
 
     def run_once(self) -> int:
-        """Claim and run one batch of each kind of job; return how many jobs were handled.
-        Every ``tick_every_s`` it first lets ``tick`` queue due work (timers, idle)."""
+        """Run each kind of job in turn, each for up to ``slice_s`` (so that slow
+        extraction never starves the embedding of new turns, nor the other way round);
+        return how many jobs were handled. Every ``tick_every_s`` it first lets ``tick``
+        queue due work (timers, idle)."""
         if self.tick is not None and time.monotonic() - self._last_tick >= self.tick_every_s:
             self._last_tick = time.monotonic()
             self.tick()

@@ -1,0 +1,85 @@
+"""The background worker shares its time between kinds of job: a slow memory agent does
+not hold back the embedding of new turns, and embedding does not starve the agent."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from pathlib import Path
+
+import numpy as np
+
+from remem import Config, Memory
+from remem.embed.hashing import HashEmbedder
+from remem.schedule.worker import Worker
+from remem.store.base import Job
+
+
+class Clock:
+    """Time that passes only when the slow parts below say so."""
+
+    def __init__(self) -> None:
+        self.now = 0.0
+
+    def __call__(self) -> float:
+        return self.now
+
+
+class SlowEmbedder(HashEmbedder):
+    """The hashing embedder, taking ``per_call`` seconds of the fake clock per batch."""
+
+    def __init__(self, clock: Clock, per_call: float) -> None:
+        super().__init__()
+        self.clock, self.per_call = clock, per_call
+
+    def embed_passages(self, texts: Sequence[str]) -> np.ndarray:
+        self.clock.now += self.per_call
+        return super().embed_passages(texts)
+
+
+def _turns(tmp_path: Path, n: int) -> Memory:
+    m = Memory(tmp_path / "w.db", config=Config(embedder="hash", run_worker=False))
+    for i in range(n):
+        m.add([{"role": "user", "content": f"turn {i}: the billing job {i} retries on 503"}],
+              user_id="u", session_id=f"s{i // 10}")
+    return m
+
+
+def test_a_slow_memory_agent_does_not_hold_back_the_embedding_of_new_turns(tmp_path: Path) -> None:
+    clock = Clock()
+    m = _turns(tmp_path, 200)
+    extracted: list[str] = []
+
+    def slow_extract(job: Job) -> None:  # the memory agent, half a second a turn
+        clock.now += 0.5
+        extracted.append(job.id)
+        m.store.finish_job(job, {})
+
+    worker = Worker(m.store, SlowEmbedder(clock, 0.25), batch=8, slice_s=1.0, clock=clock,
+                    handlers={"extract": slow_extract})
+    assert m.embed_backlog() == 200
+    worker.run_once()
+    # one second of embedding (four batches of eight), then one second of extraction (two)
+    assert m.embed_backlog() == 200 - 32
+    assert len(extracted) == 2
+    while worker.run_once():
+        pass
+    assert m.embed_backlog() == 0
+    assert len(extracted) == 200  # every turn read by the agent, once
+    assert len(set(extracted)) == 200
+    m.close()
+
+
+def test_a_failing_job_is_tried_once_per_step_however_much_time_is_left(tmp_path: Path) -> None:
+    clock = Clock()
+    m = _turns(tmp_path, 3)
+    calls: list[int] = []
+
+    def failing(job: Job) -> None:
+        calls.append(job.attempts)
+        raise RuntimeError("the model is unreachable")
+
+    worker = Worker(m.store, SlowEmbedder(clock, 0.0), backoff_s=0.0, slice_s=1.0, clock=clock,
+                    handlers={"extract": failing})
+    worker.run_once()
+    assert calls == [1]  # not retried at once until its attempts run out
+    m.close()
