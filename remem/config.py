@@ -367,8 +367,8 @@ class Config(BaseModel):
         for name in ("home", "signing_key", "cube_registry"):
             if env.get(f"REMEM_{name.upper()}"):
                 values[name] = env[f"REMEM_{name.upper()}"]
-        for name in ("job_lease_s", "job_backoff_s", "query_threads", "embed_threads", "ann_threshold",
-                     "injection_log_days", "injection_log_rows"):
+        for name in ("job_lease_s", "job_backoff_s", "worker_slice_s", "query_threads",
+                     "embed_threads", "ann_threshold", "injection_log_days", "injection_log_rows"):
             if f"REMEM_{name.upper()}" in env:
                 values[name] = env[f"REMEM_{name.upper()}"]
         if "REMEM_EMBED_IN_BACKGROUND" in env:

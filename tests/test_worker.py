@@ -7,9 +7,11 @@ from collections.abc import Sequence
 from pathlib import Path
 
 import numpy as np
+import pytest
 
 from remem import Config, Memory
 from remem.embed.hashing import HashEmbedder
+from remem.errors import ConfigError
 from remem.schedule.worker import Worker
 from remem.store.base import Job
 
@@ -83,3 +85,10 @@ def test_a_failing_job_is_tried_once_per_step_however_much_time_is_left(tmp_path
     worker.run_once()
     assert calls == [1]  # not retried at once until its attempts run out
     m.close()
+
+
+
+def test_the_worker_slice_is_a_setting_and_a_bad_one_is_refused() -> None:
+    assert Config.from_env({"REMEM_WORKER_SLICE_S": "0.25"}).worker_slice_s == 0.25
+    with pytest.raises(ConfigError, match="worker_slice_s"):
+        Config.from_env({"REMEM_WORKER_SLICE_S": "0"})

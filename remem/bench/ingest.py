@@ -12,6 +12,9 @@ background worker running as in any process (embedding, extraction). Measured:
 - ``until_found_by_meaning_s``: for the probed turns, seconds from ``add`` returning
   until the turn's vector is stored, after which a search by meaning finds it (checked:
   ``found_by_meaning`` is the share of probes a vector search then ranks first).
+- ``until_agent_done_s``: seconds from the last ``add`` until the memory agent has read
+  every turn (``agent_backlog_at_last_ack`` turns were waiting for it then) and the rest
+  of the background work is over.
 
 With ``peers=("mem0",)`` and the ``peers`` extra installed, mem0's ``add``
 (``infer=False``, the same embedder, one call per turn) takes the same turns in the same
@@ -87,7 +90,7 @@ class _Watch:
 
 
 def _remem(texts: list[str], folder: Path, session: int, batch: int, probe_every: int,
-           extractor: str, shown: Reporter | None) -> dict[str, Any]:
+           extractor: str, shown: Reporter | None, agent_timeout_s: float) -> dict[str, Any]:
     memory = Memory(folder / "ingest.db", config=Config(agent=AgentConfig(extractor=extractor)))
     store = memory.store
     try:
@@ -122,6 +125,7 @@ def _remem(texts: list[str], folder: Path, session: int, batch: int, probe_every
             shown.close()
         ack_s = elapsed
         backlog_at_end = memory.stats().embed_backlog
+        agent_backlog = len(store.queued("extract"))
         t0 = time.perf_counter()
         while memory.stats().embed_backlog:
             time.sleep(0.1)
@@ -130,7 +134,8 @@ def _remem(texts: list[str], folder: Path, session: int, batch: int, probe_every
         while watch.waiting and time.perf_counter() < deadline:
             time.sleep(0.1)
         watch.stop()
-        memory.flush(timeout=120)
+        agent_done = memory.flush(timeout=agent_timeout_s)
+        agent_s = time.perf_counter() - t0
         # the probes, once embedded, are found by meaning: their own text as the query
         by_meaning = 0
         scope = Scope(user_id=_USER)
@@ -148,6 +153,8 @@ def _remem(texts: list[str], folder: Path, session: int, batch: int, probe_every
             "until_found_by_meaning_s": _quantiles(list(watch.latency.values())),
             "found_by_meaning": round(by_meaning / max(1, len(probe_text)), 3),
             "probes": probes,
+            "agent_backlog_at_last_ack": agent_backlog,
+            "until_agent_done_s": round(agent_s, 1) if agent_done else None,
         }
     finally:
         memory.close()
@@ -176,10 +183,11 @@ def _mem0(texts: list[str], folder: Path, session: int, shown: Reporter | None) 
 
 def run(n: int = 2000, *, session: int = 20, batch: int = 1, probe_every: int = 25,
         extractor: str = "rules", peers: tuple[str, ...] = ("mem0",),
-        progress: bool = True) -> dict[str, Any]:
+        progress: bool = True, agent_timeout_s: float = 600.0) -> dict[str, Any]:
     """Add ``n`` turns ``batch`` a call to a new store (and to each peer that is
     installed); see the module for what is measured. ``extractor="off"`` leaves the
-    worker only the embedding (the memory agent's extraction shares it otherwise)."""
+    worker only the embedding (the memory agent's extraction shares it otherwise);
+    ``until_agent_done_s`` is None when the background work outlasts ``agent_timeout_s``."""
     texts = synthetic_texts(n, seed=23)
     out: dict[str, Any] = {"n": n, "batch": batch, "session_turns": session,
                            "extractor": extractor,
@@ -188,7 +196,8 @@ def run(n: int = 2000, *, session: int = 20, batch: int = 1, probe_every: int = 
     with tempfile.TemporaryDirectory(prefix="remem-ingest-") as tmp:
         folder = Path(tmp)
         shown = Reporter("remem add", n) if progress else None
-        out["remem"] = _remem(texts, folder, session, batch, probe_every, extractor, shown)
+        out["remem"] = _remem(texts, folder, session, batch, probe_every, extractor, shown,
+                              agent_timeout_s)
         for peer in peers:
             if peer != "mem0":
                 out[peer] = {"skipped": "no such peer"}
