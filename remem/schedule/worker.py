@@ -85,9 +85,10 @@ class Worker:
         return True
 
     def _run_embed(self) -> int:
-        """Embed batches of jobs until none is left or the step's slice of time is used."""
+        """Embed batches of jobs until none is left or the step's slice of time is used
+        (at least one batch, even when asked to stop: a flush after a stop still ends)."""
         start, done = self.clock(), 0
-        while not self._stop.is_set() and (not done or self.clock() - start < self.slice_s):
+        while not done or (not self._stop.is_set() and self.clock() - start < self.slice_s):
             jobs = self.store.claim_jobs("embed", self.batch, self.lease_s)
             if not jobs:
                 break
