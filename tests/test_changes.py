@@ -148,6 +148,23 @@ def test_forget_it_after_a_task_sets_the_task_aside_and_forgets_nothing(mem: Mem
     assert any("mypy" in i.text for i in mem.list(**WEB))
 
 
+def test_forget_it_after_a_grumble_in_the_same_breath_forgets_nothing(mem: Memory) -> None:
+    say(mem, "I like squash merges, the history stays readable", "s1", "2026-02-09T16:00:00")
+    say(mem, "ugh, this rebase is a disaster. forget it, I'll sort it out myself", "s2",
+        "2026-02-10T17:00:00")
+
+    assert any("squash" in i.text for i in mem.list(**WEB))
+
+
+def test_a_request_whose_first_sentence_names_what_was_said_still_forgets_it(mem: Memory) -> None:
+    say(mem, "my personal email is dana.k@fastmail.com if you need to reach me", "s1",
+        "2026-02-09T16:00:00")
+    say(mem, "about my personal email from the other day. please forget it", "s2",
+        "2026-02-10T17:00:00")
+
+    assert not any("fastmail" in i.text for i in mem.list(**WEB))
+
+
 def test_a_forgotten_value_goes_from_tool_output_that_repeats_it(mem: Memory) -> None:
     say(mem, "for this repo, commit messages start with the Jira key, like PAY-2231: fix rounding",
         "s1", "2026-01-10T09:00:00")

@@ -379,7 +379,7 @@ class MemoryAgent:
         known = [m for m in memories if not set(m.sources) & later]
         for kept in keeps:  # what the user keeps is not what the request is about
             request = request.replace(kept, " ").strip()
-        if self._sets_aside(request, turns, said_in):
+        if self._sets_aside(request, turns, said_in, known):
             return []
         targets = forget_targets(self.reader, request, known + turns)
         if not targets:
@@ -442,12 +442,24 @@ class MemoryAgent:
                 changed.append(item.id)
         return changed
 
-    def _sets_aside(self, request: str, turns: Sequence[MemoryItem], said_in: MemoryItem) -> bool:
-        """Whether a request that names nothing ("forget it, I'll do it myself") comes right
-        after a turn of its session that holds nothing worth keeping (a task, a question):
-        it sets that aside, and there is nothing to forget."""
+    def _sets_aside(self, request: str, turns: Sequence[MemoryItem], said_in: MemoryItem,
+                    known: Sequence[MemoryItem]) -> bool:
+        """Whether a request that names nothing ("forget it, I'll do it myself") sets aside
+        what was just said rather than anything remembered: a sentence of its own turn that
+        both readers read as chatter and that names nothing said before ("ugh, this rebase
+        is a mess. forget it"), or a turn of its session that holds nothing worth keeping
+        (a task, a question). Then there is nothing to forget."""
         words = self.reader.heads.forget_words
-        if len(units(request)) != 1 or not points_back(request, words) or any(
+        pieces = units(request)
+        if len(pieces) == 2 and points_back(pieces[1].text, words):
+            said = pieces[0].text
+            reading = self.reader.read([said], ["user"])[0]
+            topic = {w for w in _stems(topic_words(said, words)) if telling(w)}
+            before = [m for m in [*known, *turns] if m.id != said_in.id]
+            return (not reading.worth and reading.intent == "chitchat"
+                    and reading.second_intent in (None, "chitchat")
+                    and not any(topic & _stems(content_words(m.text)) for m in before))
+        if len(pieces) != 1 or not points_back(request, words) or any(
                 telling(w) for w in _stems(topic_words(request, words))):
             return False
         mine = [t for t in turns if t.session_id == said_in.session_id]
