@@ -98,3 +98,22 @@ def test_the_command_reports_what_it_copied(tmp_path: Path, pg_url: str) -> None
     assert "copied and verified: 1 memories and episodes, 1 vectors" in result.output
     bad = CliRunner().invoke(app, ["migrate", "--from", str(tmp_path / "a.db"), "--to", "mysql://x/y"])
     assert bad.exit_code == 1 and "unknown store URL scheme 'mysql'" in bad.output
+
+
+def test_the_round_trip_bench_finds_every_answer_unchanged(tmp_path: Path, pg_url: str) -> None:
+    import json
+
+    from test_bench_metrics import locomo_sample
+
+    from remem.bench.locomo import load
+
+    data = tmp_path / "locomo.json"
+    data.write_text(json.dumps(locomo_sample()))
+    result = CliRunner().invoke(app, ["bench", "migrate", "--data", str(data), "--pg", pg_url,
+                                      "--no-progress", "--json"])
+    assert result.exit_code == 0, result.output
+    figures = json.loads(result.output)
+    assert figures["questions"] == sum(len(c.questions) for c in load(data)) > 0
+    assert figures["rows_copied"]["memories"] > 0
+    assert figures["identical_after_round_trip"] == 1.0
+    assert figures["differences_after_round_trip"] == []

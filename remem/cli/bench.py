@@ -326,6 +326,31 @@ def ann(
     report("ann", result, as_json)
 
 
+@bench_app.command("migrate")
+def migrate_roundtrip(
+    data: Annotated[Path, typer.Option(
+        exists=True, dir_okay=False, help="The LoCoMo data file (locomo10.json).")],
+    pg: Annotated[str, typer.Option(
+        "--pg", help="An empty PostgreSQL database (e.g. the URL `remem pg start` prints).")],
+    limit: Annotated[int | None, typer.Option(min=1, help="Only the first N conversations.")] = None,
+    k: Annotated[int, typer.Option(min=1, help="How many results of each search to compare.")] = 10,
+    store: Annotated[Path | None, typer.Option(
+        file_okay=False, help="Keep the SQLite store in this folder (a folder an earlier "
+                              "run filled is reused).")] = None,
+    progress: ProgressOpt = True,
+    as_json: JsonOpt = False,
+) -> None:
+    """Copy a LoCoMo store to PostgreSQL and back with `remem migrate`, and compare the top
+    K of every question on the original, on PostgreSQL and on the copy back.
+
+    Example: remem bench migrate --data locomo10.json --pg postgresql://remem@127.0.0.1:54329/bench --json
+    """
+    run = load_runner("roundtrip")
+    with boundary():
+        result = run(data, str(pg), limit=limit, k=k, store=store, progress=progress)
+    report("migrate round trip", result, as_json)
+
+
 @bench_app.command()
 def ingest(
     n: Annotated[int, typer.Option("--n", min=1, help="How many turns to add.")] = 2000,
