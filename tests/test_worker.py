@@ -92,3 +92,34 @@ def test_the_worker_slice_is_a_setting_and_a_bad_one_is_refused() -> None:
     assert Config.from_env({"REMEM_WORKER_SLICE_S": "0.25"}).worker_slice_s == 0.25
     with pytest.raises(ConfigError, match="worker_slice_s"):
         Config.from_env({"REMEM_WORKER_SLICE_S": "0"})
+
+
+def test_on_ready_is_called_by_flush_while_the_worker_is_still_reading_an_old_state(
+        tmp_path: Path) -> None:
+    import threading
+
+    m = Memory(tmp_path / "r.db", config=Config(embedder="hash", run_worker=False))
+    ready: list[object] = []
+    result = m.add("I prefer pnpm over npm.", user_id="u", session_id="s1", on_ready=ready.append)
+    # the worker's thread reads the job states just before the jobs finish, and is slow
+    # to put its callbacks back: the flush that follows must still call on_ready
+    real, reading, go_on = m.store.job_states, threading.Event(), threading.Event()
+    late = threading.Thread(target=lambda: m._jobs.notify())
+
+    def stale_states(ids: list[str]) -> dict[str, str]:
+        states = real(ids)
+        if threading.current_thread() is late:
+            reading.set()
+            go_on.wait(2)  # until the flush has returned, or (when flush waits for it) 2 s
+        return states
+
+    m.store.job_states = stale_states  # type: ignore[method-assign]
+    late.start()
+    assert reading.wait(5)
+    assert m.flush(timeout=30)
+    called_by_flush = list(ready)
+    go_on.set()
+    late.join()
+    assert called_by_flush == [result]
+    assert ready == [result]  # and only once
+    m.close()

@@ -32,6 +32,10 @@ class PendingJobs:
         self.ids: set[str] = set()
         self._waiters: list[tuple[set[str], Callable[[Any], object], Any]] = []
         self._lock = threading.Lock()
+        # one notify at a time: a flush's must not find the list empty while the worker's
+        # holds the callbacks it read as unfinished a moment before (re-entrant, as a
+        # callback may add again with a callback of its own)
+        self._notifying = threading.RLock()
 
     def track(self, job_ids: Iterable[str]) -> None:
         """Wait for these jobs too, and wake the worker (if this process runs it)."""
@@ -51,20 +55,21 @@ class PendingJobs:
 
     def notify(self) -> None:
         """Call the callbacks whose jobs are over; run after each step of the worker."""
-        with self._lock:
-            waiting, self._waiters = self._waiters, []
-        still = []
-        for jobs, callback, result in waiting:
-            states = self.store.job_states(sorted(jobs))
-            if any(states.get(j) in _UNFINISHED for j in jobs):
-                still.append((jobs, callback, result))
-                continue
-            try:
-                callback(result)
-            except Exception:  # a caller's bug must not stop the worker
-                log.exception("an on_ready callback failed")
-        with self._lock:
-            self._waiters = still + self._waiters
+        with self._notifying:
+            with self._lock:
+                waiting, self._waiters = self._waiters, []
+            still = []
+            for jobs, callback, result in waiting:
+                states = self.store.job_states(sorted(jobs))
+                if any(states.get(j) in _UNFINISHED for j in jobs):
+                    still.append((jobs, callback, result))
+                    continue
+                try:
+                    callback(result)
+                except Exception:  # a caller's bug must not stop the worker
+                    log.exception("an on_ready callback failed")
+            with self._lock:
+                self._waiters = still + self._waiters
 
     def flush(self, timeout: float | None) -> bool:
         """Wait for every tracked job; True if all of them succeeded before ``timeout``."""
