@@ -5,7 +5,8 @@ claims a batch of one kind with a lease, runs it, and marks it done in the trans
 that writes its results; a failure queues it again with backoff, and after its last
 attempt it stays ``failed`` and visible (``remem jobs``). A crashed worker's lease runs
 out and another worker takes the job over; a job whose lease was lost is rolled back
-rather than finished twice.
+rather than finished twice. Each kind of job runs for up to a slice of time in turn, so
+that a slow kind (the memory agent) does not starve a fast one (embedding new turns).
 """
 
 from __future__ import annotations
