@@ -75,6 +75,23 @@ def test_what_bob_says_about_himself_has_bob_as_subject(mem: Memory) -> None:
     assert not any("hiking" in t and s == "Alice" for t, s in subjects.items())
 
 
+def test_forget_said_between_two_people_hides_none_of_their_chat(mem: Memory) -> None:
+    mem.add([{"speaker": "Caroline", "content": "I went to a support group yesterday, it was so powerful."},
+             {"speaker": "Melanie", "content": "Wow, what happened there?"},
+             {"speaker": "Caroline", "content": "The stories people told were so inspiring."},
+             {"speaker": "Melanie", "content": "We camped under the stars and made wishes. "
+                                               "That's a memory I'll never forget."},
+             {"speaker": "Caroline", "content": "Forget about the bad parts, keep the good ones."}],
+            user_id="c", session_id="D1", timestamp="2023-05-08T13:56:00")
+    assert mem.flush(timeout=30)
+
+    # the agent was asked nothing: every turn stays findable
+    turns = mem.list(user_id="c", include_episodes=True, include_inactive=True)
+    assert all(t.status == "active" for t in turns if t.is_episode)
+    assert any("inspiring" in h.memory.text
+               for h in mem.search("inspiring stories", user_id="c", include_episodes=True))
+
+
 # --- dedup and merge ---------------------------------------------------------------------
 
 def test_re_adding_a_conversation_adds_no_memory(mem: Memory) -> None:

@@ -348,7 +348,9 @@ class MemoryAgent:
         forgotten: list[str] = []
         batch = self.store.items_by_id(episode_ids)
         for n, ep in enumerate(batch):
-            if ep.kind != "episode" or (ep.role or "user").lower() in {"assistant", "system", "tool"}:
+            # only the user asks the agent; in a chat between named people ("Caroline",
+            # "Mel") a "forget it" is said to the other person, not to the memory
+            if ep.kind != "episode" or _speaker(ep) != "user":
                 continue
             for request in forget_requests(self.reader, ep.text):
                 forgotten += self.forget_about(request.text, ep, later={e.id for e in batch[n:]},
