@@ -406,6 +406,23 @@ def test_a_batch_gives_each_turn_its_neighbours_words_across_sessions_and_batche
                      (r["e_1"], r["e_2"]), (r["e_3"], r["e_2"])]
 
 
+def test_a_turn_the_agent_hides_leaves_its_neighbours_context(store: Store) -> None:
+    s1 = Scope(user_id="alice", session_id="s1")
+    store.insert([episode("e_1", "hello there", s1, at=1.0),
+                  episode("e_2", "my locker code is 4471", s1, at=2.0),
+                  episode("e_3", "thanks, see you", s1, at=3.0)], None)
+    r = store.rowids(["e_1", "e_2", "e_3"])
+    assert {h for h, _ in store.fulltext(["locker"], s1, ALL, 10)} == {r["e_1"], r["e_2"], r["e_3"]}
+
+    store.set_fields("e_2", None, action="forgotten", status="forgotten", reason="asked to forget")
+    # its words are in no other turn's context, and the neighbours now hold each other's
+    assert {h for h, _ in store.fulltext(["locker"], s1, ALL, 10)} <= {r["e_2"]}
+    assert {h for h, _ in store.fulltext(["thanks"], s1, ALL, 10)} == {r["e_1"], r["e_3"]}
+
+    store.set_fields("e_2", None, action="restored", status="active", reason="undo")
+    assert {h for h, _ in store.fulltext(["locker"], s1, ALL, 10)} == {r["e_1"], r["e_2"], r["e_3"]}
+
+
 def test_vector_search_is_exact_and_walled(store: Store) -> None:
     store.insert([episode(f"e_{i}", f"turn {i}") for i in range(4)], None)
     store.insert([episode("e_bob", "bob's", BOB)], None)

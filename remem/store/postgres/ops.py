@@ -44,6 +44,8 @@ class PostgresOps:
     transaction: Any
     put_vectors: Any
     derived_of: Any
+    _around: Any
+    _refresh_context: Any
 
     # --- reading what the agent works on ------------------------------------------------
 
@@ -209,6 +211,8 @@ class PostgresOps:
                 raise NotFoundError(memory_id)
             org, rowid, version, text, old_status = row
             new_status = status or old_status
+            # a turn hidden (or shown again) changes what its neighbours' context holds
+            near = self._around([rowid]) if new_status != old_status else set()
             self._run(
                 sql.SET_FIELDS_UPDATE_MEMORIES,
                 (new_status, maturity,
@@ -217,6 +221,7 @@ class PostgresOps:
                  new_status in ("superseded", "forgotten"), now, org, rowid))
             self._run(sql.SET_STATUS_INSERT_VERSIONS,
                       (org, rowid, version + 1, action, text, new_status, reason, now))
+            self._refresh_context(near)
 
     # --- the mind map -------------------------------------------------------------------
 

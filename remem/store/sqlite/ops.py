@@ -37,6 +37,8 @@ class SQLiteOps:
     _items: Any
     _provenances: Any
     put_vectors: Any
+    _around: Any
+    _refresh_context: Any
 
     # --- reading what the agent works on ------------------------------------------------
 
@@ -234,6 +236,8 @@ class SQLiteOps:
             if row is None:
                 raise NotFoundError(memory_id)
             new_status = status or row[3]
+            # a turn hidden (or shown again) changes what its neighbours' context holds
+            near = self._around(conn, [row[0]]) if new_status != row[3] else set()
             conn.execute(
                 sql.SET_FIELDS_UPDATE_MEMORIES,
                 (new_status, maturity,
@@ -242,6 +246,7 @@ class SQLiteOps:
             conn.execute(
                 sql.SET_STATUS_INSERT_VERSIONS,
                 (row[0], row[1] + 1, action, row[2], new_status, reason, now))
+            self._refresh_context(conn, near)
 
     # --- the mind map -------------------------------------------------------------------
 
