@@ -115,7 +115,7 @@ def test_on_ready_is_called_by_flush_while_the_worker_is_still_reading_an_old_st
 
     m.store.job_states = stale_states  # type: ignore[method-assign]
     late.start()
-    assert reading.wait(5)
+    assert reading.wait(60)  # the thread has started: no deadline is being tested
     assert m.flush(timeout=30)
     called_by_flush = list(ready)
     go_on.set()
