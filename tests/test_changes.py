@@ -265,3 +265,63 @@ def test_a_chain_said_with_arrows_is_kept(mem: Memory, said: str, expect: str) -
     say(mem, said, "s1", "2026-01-10T09:00:00")
 
     assert expect in [i.text for i in mem.list(**WEB)]
+
+
+@pytest.mark.parametrize(("old", "new", "old_word", "new_word"), [
+    # the memory says two things, the new statement changes one: read against the whole
+    # memory it is compatible, against the clause it changes it is its new value
+    ("we're pinned to Node 16 on the build box, so no native fetch without a polyfill",
+     "Node 20 went onto the build box this morning. native fetch is fine now", "16", "20"),
+    ("my manager is Ines, she wants a design doc before any schema change",
+     "after the reorg I report to Kofi Mensah", "Ines", "Kofi"),
+])
+def test_a_new_value_of_one_clause_replaces_the_memory_that_said_it(
+        mem: Memory, old: str, new: str, old_word: str, new_word: str) -> None:
+    say(mem, old, "s1", "2026-01-10T09:00:00")
+    say(mem, new, "s2", "2026-02-01T09:00:00")
+
+    superseded_by(mem, old_word, new_word)
+
+
+def test_a_brief_change_replaces_what_it_is_about_among_equally_near_memories(
+        mem: Memory) -> None:
+    say(mem, "my lead is Marcus, he's strict about test coverage so let's not skip tests",
+        "s1", "2026-02-09T09:00:00")
+    say(mem, "ugh, monday. anyway the bm25 scoring is off for really short docs", "s1",
+        "2026-02-09T09:10:00")
+    say(mem, "reorg landed. I report to Dana Whitfield now", "s2", "2026-02-12T09:00:00")
+
+    superseded_by(mem, "Marcus", "Dana")
+    assert any("bm25" in i.text for i in mem.list(**WEB))
+
+
+@pytest.mark.parametrize(("said", "asked", "kept", "gone"), [
+    ("I use Helix as my editor, and heads up, I'm going through a divorce so I may be "
+     "offline some days", "keep the editor bit, but drop the other personal thing I "
+     "mentioned", "Helix", "divorce"),
+    ("我用 Emacs 写代码，另外最近在办离婚，可能偶尔不在线", "编辑器那部分留着，另外那件私事别记了",
+     "Emacs", "离婚"),
+])
+def test_a_forget_request_in_one_clause_of_a_sentence_keeps_what_the_other_keeps(
+        mem: Memory, said: str, asked: str, kept: str, gone: str) -> None:
+    say(mem, said, "s1", "2026-02-09T09:00:00")
+    say(mem, asked, "s2", "2026-02-10T09:00:00")
+
+    active = [i.text for i in mem.list(**WEB)]
+    assert any(kept in t for t in active), active
+    assert not any(gone in t for t in active), active
+    assert not any(gone in h.memory.text for h in mem.search(gone, **WEB, include_episodes=True))
+
+
+@pytest.mark.parametrize(("ours", "theirs", "kept"), [
+    ("our iOS app targets Swift 5.9", "Lena mentioned her team already moved to Swift 6, "
+     "we can't yet", "5.9"),
+    ("我们的服务跑在 Java 17 上", "听说他们组已经升到 Java 21 了，我们暂时不动", "Java 17"),
+])
+def test_another_teams_change_leaves_ours_as_it_is(mem: Memory, ours: str, theirs: str,
+                                                   kept: str) -> None:
+    say(mem, ours, "s1", "2026-01-10T09:00:00")
+    say(mem, theirs, "s2", "2026-02-01T09:00:00")
+
+    assert any(kept in i.text for i in mem.list(**WEB)), [
+        (i.status, i.text) for i in mem.list(**WEB, include_inactive=True)]

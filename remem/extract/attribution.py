@@ -27,7 +27,7 @@ from .evidence import Clause, Token, clauses_of, content
 if TYPE_CHECKING:
     from .base import EpisodeIn
 
-__all__ = ["misattributed"]
+__all__ = ["misattributed", "said_of_another"]
 
 _FIRST = re.compile(r"^(?:i|i'm|i’m|i've|i’ve|i'd|i’d|i'll|me|my|mine|myself|we|we're|"
                     r"we’re|we've|our|ours|us)$", re.IGNORECASE)
@@ -205,3 +205,22 @@ def _addressed(turn: EpisodeIn, subject: str, batch: Sequence[EpisodeIn]) -> boo
     near = [batch[i] for i in (at - 1, at + 1) if 0 <= i < len(batch)]
     return any(not ep.is_agent and _same(ep.speaker, subject) for ep in near)
 
+
+
+def said_of_another(text: str, known: str) -> bool:
+    """Whether ``text`` says what it shares with ``known`` of somebody else, named by a
+    pronoun ("Gabe says his team moved to Kotlin 2.0", "隔壁组说他们已经升到 Go 1.22 了"):
+    another team's change is news, not a new value of ours. False when the two share no
+    word, or the clause that holds the shared words is said of the speaker ("our CI moved
+    to Buildkite", "my team moved to ...") or of nobody in particular ("React 18.3 landed
+    in main")."""
+    said = clauses_of(text)
+    took = _aligned(_tokens_of(known), [t for c in said for t in c.tokens])
+    if not took:
+        return False
+    clause = max(said, key=lambda c: len(took & {t.text for t in c.tokens}))
+    first = min(t.start for t in clause.tokens if t.text in took)
+    refs = [r for r in _refs(clause, first, ()) if r[1] != "name"]
+    if not refs:
+        return False
+    return refs[-1][1] == "third"  # "my team moved to ..." is the speaker's own

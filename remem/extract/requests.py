@@ -89,7 +89,28 @@ def forget_requests(reader: Reader, text: str, *, role: str = "user") -> list[Fo
     pieces = units(text)
     readings = reader.read([u.text for u in pieces], [role] * len(pieces)) if pieces else []
     found = requests_in(pieces, readings, reader.heads.forget_words)
-    return [replace(r, keeps=_keeps(reader, pieces, r)) for r in found]
+    taken = {j for r in found for j in r.spans}
+    found += [r for i, (u, reading) in enumerate(zip(pieces, readings, strict=True))
+              if i not in taken and (r := _in_a_clause(reader, u, reading, i)) is not None]
+    return sorted((r if r.keeps else replace(r, keeps=_keeps(reader, pieces, r)) for r in found),
+                  key=lambda r: r.spans)
+
+
+def _in_a_clause(reader: Reader, unit: Unit, reading: Reading, at: int) -> ForgetRequest | None:
+    """A request said in one clause of a sentence that reads otherwise as a whole ("keep
+    the editor part, but drop the other personal thing I mentioned"): the clauses the
+    heads read as a request are the request, those read as keeping are what is kept."""
+    parts = clauses(unit.text)
+    if "forget" not in (reading.intent, reading.second_intent) or len(parts) < 2:
+        return None
+    readings = reader.read(parts, ["user"] * len(parts))
+    forget_words = reader.heads.forget_words
+    asks = [c for c, r in zip(parts, readings, strict=True)
+            if asks_to_forget(r) and not asked_of_another(c, forget_words)]
+    if not asks:
+        return None
+    keeps = tuple(c for c, r in zip(parts, readings, strict=True) if c not in asks and _keeps_it(r))
+    return ForgetRequest(" ".join(asks), (at,), keeps)
 
 
 def _keeps(reader: Reader, pieces: Sequence[Unit], request: ForgetRequest) -> tuple[str, ...]:

@@ -33,6 +33,7 @@ import numpy as np
 
 from ..config import AgentConfig
 from ..embed import Embedder
+from ..extract.attribution import said_of_another
 from ..extract.heads import Reader
 from ..extract.requests import forget_requests, points_back, topic_words
 from ..extract.statements import is_fragment, units
@@ -224,13 +225,17 @@ class MemoryAgent:
         trust = TRUST_LEVELS.index(source[0].provenance.trust) if source else 0
         rels = [replace(r, action="unsure") if r.action == "supersede"
                 and TRUST_LEVELS.index(r.memory.provenance.trust) < trust else r for r in rels]
+        # another's change ("Gabe says his team moved to Kotlin 2.0") is news, not ours
+        said = cand.said or cand.text
+        rels = [r for r in rels if r.action == "same" or not said_of_another(said, r.memory.text)]
         if rels and rels[0].action == "same" and rels[0].memory.kind == cand.kind:
             return self._merge_or_refine(rels[0].memory, cand, session, metadata or {})
         # past the clearest one, only memories of the same kind: earlier versions of it;
         # and a project's statement never replaces what holds for the user everywhere,
         # unless it is the user's own (a wish, who they are) said again with a new value.
         # A change said of what a memory names ("bumped us to node 22" against "still on
-        # node 18 here, it's in .nvmrc") replaces it wherever it was filed.
+        # node 18 here, it's in .nvmrc") replaces it wherever it was filed, and so does a
+        # brief change, which is only the new value of what it replaces.
         personal = cand.kind in ("preference", "profile", "persona")
         # and what the same turn said is said beside it, not replaced by it
         replaced = [r.memory for n, r in enumerate(rels) if r.action == "supersede"
@@ -238,7 +243,7 @@ class MemoryAgent:
                     and not set(r.memory.sources) & set(cand.source_ids)
                     and not (scope.project is not None and r.memory.project is None
                              and not (personal and r.memory.kind == cand.kind)
-                             and not (r.changed and r.named > 0))]
+                             and not (r.changed and r.named > 0) and not cand.replaces_only)]
         if replaced and scope.project is not None and all(m.project is None for m in replaced):
             scope = scope.model_copy(update={"project": None})  # where the old value lived
         if cand.replaces_only and (not replaced or cand.kind in ("event", "skill")):
@@ -401,7 +406,9 @@ class MemoryAgent:
             near = [by_id[s] for s in m.sources if s in episodes and s in by_id]
             hit = [c for c in parts if c in gone or (near and _stems(content_words(c)) & stems)]
             if not hit and (m in targets or any(_from_touched(m.text, ep.text, gone) for ep in near)):
-                hit = parts
+                # all of it, unless the user keeps a part: then the clauses drawn from
+                # the clauses that go
+                hit = (keeps and _drawn_from(parts, near, gone)) or parts
             hits[m.id] = hit
         forgotten = gone + [c for h in hits.values() for c in h]
         # what goes goes whole, unless the user keeps a part: a tool's output that repeats
@@ -520,6 +527,16 @@ def _from_touched(memory: str, turn: str, gone: Sequence[str]) -> bool:
     words = content_words(memory)
     source = max(sentences, key=lambda u: len(words & content_words(u)))
     return any(c in source for c in gone)
+
+
+def _drawn_from(parts: Sequence[str], turns: Sequence[MemoryItem], gone: Sequence[str]) -> list[str]:
+    """The clauses of a memory whose nearest clause in the turns it came from (by the
+    words the two share: the memory names the speaker where the turn says "I") is gone."""
+    said = [c for t in turns for c in clauses(t.text)]
+    if not said:
+        return []
+    return [p for p in parts
+            if max(said, key=lambda c: jaccard(content_words(p), content_words(c))) in gone]
 
 
 def _bare(clause: str) -> bool:

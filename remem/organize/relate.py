@@ -17,6 +17,7 @@ import numpy as np
 
 from ..extract.heads import INTENTS, PAIR_LABELS, Reader
 from ..model import KINDS, MemoryItem
+from ..text import clauses
 from .similarity import content_words
 
 __all__ = ["Relation", "candidates", "family", "forget_targets", "relate", "stems", "telling"]
@@ -54,7 +55,7 @@ class Relation:
 def relate(reader: Reader, text: str, known: Sequence[MemoryItem], *, nearest: int = 6,
            min_similarity: float = 0.78, min_p: float = 0.5, sure_p: float = 0.95, named_p: float = 0.7,
            sure_similarity: float = 0.85, same_similarity: float = 0.93,
-           certain_p: float = 0.98, brief_p: float = 0.9, change: bool = False,
+           certain_p: float = 0.98, brief_p: float = 0.9, tie: float = 0.01, change: bool = False,
            brief: bool = False, kind: str | None = None) -> list[Relation]:
     """The known memories the statement replaces or repeats, strongest first (those it
     only may replace, ``unsure``, last); empty when it is new. A chain of versions
@@ -78,12 +79,14 @@ def relate(reader: Reader, text: str, known: Sequence[MemoryItem], *, nearest: i
     named = [_shared(known[i].text, text) for i in order]  # telling words in common
     # the pair head reads only what it could relate: below ``sure_similarity`` and naming
     # nothing of it, a memory is replaced only as the nearest one of a brief change
+    # (memories as near as the nearest, within ``tie``, count as the nearest)
+    nearest_ones = {n for n, i in enumerate(order) if sims[i] >= sims[order[0]] - tie}
     ask = [n for n, i in enumerate(order)
-           if named[n] or sims[i] >= sure_similarity or (brief and n == 0)]
+           if named[n] or sims[i] >= sure_similarity or (brief and n in nearest_ones)]
     if not ask:
         return []
     probs_new = reader.read([text], ["user"])[0].intent_probs
-    probs = reader.relate([known[order[n]].text for n in ask], text, probs_new)
+    probs = _by_clause(reader, [known[order[n]].text for n in ask], text, probs_new)
     # worded as a change ("upgraded", "不对", "no longer"), or a pair the head is sure of
     said_change = float(probs_new[_UPDATE] + probs_new[_CORRECTION])
     changes = change or said_change >= 0.3
@@ -123,7 +126,7 @@ def relate(reader: Reader, text: str, known: Sequence[MemoryItem], *, nearest: i
                 found.append(Relation("unsure", known[i], float(row[label]), float(sims[i]), shared))
             continue
         if label == _SUPERSEDE and sims[i] < sure_similarity and not shared and not (
-                brief and n == 0 and row[label] >= brief_p):
+                brief and n in nearest_ones and row[label] >= brief_p):
             continue  # a change of something else entirely ("moved to pnpm" vs the staging host)
         if label == _SAME and (sims[i] < same_similarity or row[label] < 0.6):
             continue  # saying the same thing needs near-identical meaning
@@ -134,6 +137,26 @@ def relate(reader: Reader, text: str, known: Sequence[MemoryItem], *, nearest: i
     # to Python 3.12" replaces "the etl runs on Python 3.10", not a note about a flaky test
     sharing = [r for r in found if r.named]
     return sorted(sharing or found, key=lambda r: (r.action == "unsure", -r.p * r.similarity))
+
+
+def _by_clause(reader: Reader, olds: Sequence[str], text: str, intent_probs: np.ndarray) -> np.ndarray:
+    """The pair head's reading of ``text`` against each known text, or against the
+    clause of it that the text most surely replaces: a memory that says two things ("still
+    on React 17 here, so nothing that needs useId") reads as compatible with a new value of
+    one of them ("React 18.3 landed in main") though that clause is no longer true."""
+    parts = [clauses(old) for old in olds]
+    pieces = [c.strip(" ,;，；") for p in parts if len(p) > 1 for c in p]
+    rows = reader.relate([*olds, *pieces], text, intent_probs)
+    whole, at = rows[:len(olds)].copy(), len(olds)
+    for n, p in enumerate(parts):
+        if len(p) < 2:
+            continue
+        mine = rows[at:at + len(p)]
+        at += len(p)
+        best = mine[int(mine[:, _SUPERSEDE].argmax())]
+        if best.argmax() == _SUPERSEDE and best[_SUPERSEDE] > whole[n, _SUPERSEDE]:
+            whole[n] = best
+    return whole
 
 
 def candidates(reader: Reader, text: str, known: Sequence[MemoryItem], *, nearest: int = 6,
