@@ -70,7 +70,9 @@ def relate(reader: Reader, text: str, known: Sequence[MemoryItem], *, nearest: i
     statement's own ``kind`` and the head is sure, or it shares a word with the statement
     and the head is all but certain (``certain_p``). A ``brief`` change ("switched to
     tabs") means something only as the change of what it is nearest to: the nearest
-    memory is replaced when the head gives ``brief_p``, whatever words the two share."""
+    memory (or one as near, within ``tie``) is replaced when the head gives ``brief_p``,
+    whatever words the two share. A memory that says several things is read clause by
+    clause too, and replaced when the statement replaces one of its clauses."""
     if not known:
         return []
     order, sims = candidates(reader, text, known, nearest=nearest, min_similarity=min_similarity)
