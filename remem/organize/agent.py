@@ -408,7 +408,7 @@ class MemoryAgent:
             if not hit and (m in targets or any(_from_touched(m.text, ep.text, gone) for ep in near)):
                 # all of it, unless the user keeps a part: then the clauses drawn from
                 # the clauses that go
-                hit = (keeps and _drawn_from(parts, near, gone)) or parts
+                hit = (keeps and self._not_kept(parts, near, gone, keeps)) or parts
             hits[m.id] = hit
         forgotten = gone + [c for h in hits.values() for c in h]
         # what goes goes whole, unless the user keeps a part: a tool's output that repeats
@@ -495,6 +495,20 @@ class MemoryAgent:
         return [c for i, c in enumerate(parts) if c in touched
                 or (_bare(c) and i > 0 and parts[i - 1] in touched)]
 
+    def _not_kept(self, parts: Sequence[str], turns: Sequence[MemoryItem], gone: Sequence[str],
+                  keeps: Sequence[str]) -> list[str]:
+        """The clauses of a memory drawn from a touched sentence that the user does not
+        keep: a clause stays when the clause of the turns it was drawn from (the one it
+        shares most words with: the memory names the speaker where the turn says "I") is
+        not gone and it names something the user keeps ("keep the editor part")."""
+        said = [c for t in turns for c in clauses(t.text)]
+        kept = _stems({w for k in keeps for w in content_words(k) - self.reader.heads.forget_words
+                       if telling(w)})
+        if not said or not kept:
+            return []
+        return [p for p in parts if not _stems(content_words(p)) & kept
+                or max(said, key=lambda c: jaccard(content_words(p), content_words(c))) in gone]
+
     def _rare_words(self, texts: Sequence[str], turns: Sequence[MemoryItem]) -> set[str]:
         """Words of ``texts`` that few of ``turns`` use: names, numbers, identifiers."""
         if not texts:
@@ -527,16 +541,6 @@ def _from_touched(memory: str, turn: str, gone: Sequence[str]) -> bool:
     words = content_words(memory)
     source = max(sentences, key=lambda u: len(words & content_words(u)))
     return any(c in source for c in gone)
-
-
-def _drawn_from(parts: Sequence[str], turns: Sequence[MemoryItem], gone: Sequence[str]) -> list[str]:
-    """The clauses of a memory whose nearest clause in the turns it came from (by the
-    words the two share: the memory names the speaker where the turn says "I") is gone."""
-    said = [c for t in turns for c in clauses(t.text)]
-    if not said:
-        return []
-    return [p for p in parts
-            if max(said, key=lambda c: jaccard(content_words(p), content_words(c))) in gone]
 
 
 def _bare(clause: str) -> bool:
