@@ -325,3 +325,16 @@ def test_another_teams_change_leaves_ours_as_it_is(mem: Memory, ours: str, their
 
     assert any(kept in i.text for i in mem.list(**WEB)), [
         (i.status, i.text) for i in mem.list(**WEB, include_inactive=True)]
+
+
+def test_forgetting_a_category_while_keeping_another_takes_every_clause_of_it(
+        mem: Memory) -> None:
+    say(mem, "I live in Porto, and I'm diabetic so keep our sessions short", "s1",
+        "2026-02-09T09:00:00")
+    say(mem, "the project is a Flask API for bus timetables", "s1", "2026-02-09T09:05:00")
+    say(mem, "forget everything personal I've told you, keep just the project info", "s2",
+        "2026-02-10T09:00:00")
+
+    active = [i.text for i in mem.list(**WEB)]
+    assert any("Flask" in t for t in active), active
+    assert not any("Porto" in t or "diabetic" in t for t in active), active

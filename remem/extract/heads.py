@@ -197,6 +197,8 @@ class Heads:
         self._w = {k: np.asarray(v, dtype=np.float32) for k, v in arrays.items()
                    if k.endswith(("_w", "_b"))}
         self.forget_words = frozenset(str(w) for w in arrays.get("forget_words", []))
+        #: the wording of what is said beside a forget request to keep the rest
+        self.keep_words = frozenset(str(w) for w in arrays.get("keep_words", []))
         #: the screening thresholds by trust level (user, agent, external) chosen in training
         self.threat_thresholds = _thresholds(arrays)
 

@@ -95,13 +95,14 @@ def fit(x: np.ndarray, y: np.ndarray, classes: int, *, steps: int = 400, lr: flo
     return w, b
 
 
-def forget_words(rows: Sequence[dict[str, Any]]) -> list[str]:
-    """Words much more frequent in forget requests than elsewhere: the request's own
-    wording, which is not what it is about."""
+def forget_words(rows: Sequence[dict[str, Any]], intent: str = "forget") -> list[str]:
+    """Words much more frequent in forget requests (or in statements of another
+    ``intent``: what is said beside a request to keep the rest) than elsewhere: the
+    request's own wording, which is not what it is about."""
     from ..text import words
 
-    forget = [set(words(r["text"])) for r in rows if r["intent"] == "forget"]
-    other = [set(words(r["text"])) for r in rows if r["intent"] not in ("forget", None)]
+    forget = [set(words(r["text"])) for r in rows if r["intent"] == intent]
+    other = [set(words(r["text"])) for r in rows if r["intent"] not in (intent, None)]
     if not forget or not other:
         return []
     df_f, df_o = Counter(w for s in forget for w in s), Counter(w for s in other for w in s)
@@ -175,6 +176,7 @@ def train(*, steps: int = 400) -> tuple[dict[str, np.ndarray], dict[str, Any]]:
          report["heldout"]["threat"]) = _threat_head(stmts, threats, vecs, steps)
     arrays = {k: v.astype(np.float16) for k, v in arrays.items()}
     arrays["forget_words"] = np.array(forget_words(stmts), dtype=str)
+    arrays["keep_words"] = np.array(forget_words(stmts, "keep"), dtype=str)
     return arrays, report
 
 

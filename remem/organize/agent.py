@@ -500,10 +500,11 @@ class MemoryAgent:
         """The clauses of a memory drawn from a touched sentence that the user does not
         keep: a clause stays when the clause of the turns it was drawn from (the one it
         shares most words with: the memory names the speaker where the turn says "I") is
-        not gone and it names something the user keeps ("keep the editor part")."""
+        not gone and it names what the user keeps ("keep the editor part", less the
+        wording all such requests share)."""
         said = [c for t in turns for c in clauses(t.text)]
-        kept = _stems({w for k in keeps for w in content_words(k) - self.reader.heads.forget_words
-                       if telling(w)})
+        wording = self.reader.heads.forget_words | self.reader.heads.keep_words
+        kept = _stems({w for k in keeps for w in content_words(k) - wording if telling(w)})
         if not said or not kept:
             return []
         return [p for p in parts if not _stems(content_words(p)) & kept
