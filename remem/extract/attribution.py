@@ -34,6 +34,8 @@ _FIRST = re.compile(r"^(?:i|i'm|i’m|i've|i’ve|i'd|i’d|i'll|me|my|mine|myse
 _POSSESSIVE = re.compile(r"^(?:my|our)$", re.IGNORECASE)
 _SECOND = re.compile(r"^(?:you|you're|you’re|your|yours)$", re.IGNORECASE)
 _THIRD = re.compile(r"^(?:he|he's|she|she's|his|her|him)$", re.IGNORECASE)
+#: and the plural, which a change of one's own team may use too ("they moved us to pnpm")
+_THEY = re.compile(r"^(?:they|they're|they’re|they've|they’ve|their|theirs|them)$", re.IGNORECASE)
 _ZH_REF = re.compile(r"我们|咱们|我|咱|你们|您|你|他们|她们|他|她")
 _QUESTION = re.compile(r"[?？]\s*$|[吗呢]\s*[?？]?\s*$")
 _REFUSAL = re.compile(r"^\W*(?:no|nope|not|don't|never|不|别|没)", re.IGNORECASE)
@@ -51,10 +53,12 @@ def _same(a: str, b: str) -> bool:
     return a.strip().lower() == b.strip().lower()
 
 
-def _refs(clause: Clause, upto: int, names: Sequence[str]) -> list[tuple[int, str, str]]:
+def _refs(clause: Clause, upto: int, names: Sequence[str], *,
+          plural: bool = False) -> list[tuple[int, str, str]]:
     """The person references in a clause before offset ``upto``: (offset, kind, word).
 
-    kind is ``first``, ``possessive``, ``second``, ``third`` or ``name``.
+    kind is ``first``, ``possessive``, ``second``, ``third`` (with ``plural``, "they"
+    and "their" too) or ``name``.
     """
     out: list[tuple[int, str, str]] = []
     text = clause.text
@@ -69,7 +73,7 @@ def _refs(clause: Clause, upto: int, names: Sequence[str]) -> list[tuple[int, st
             out.append((at, "first", word))
         elif _SECOND.match(word):
             out.append((at, "second", word))
-        elif _THIRD.match(word):
+        elif _THIRD.match(word) or (plural and _THEY.match(word)):
             out.append((at, "third", word))
         elif word[0].isupper() and re.search(r"\w", text[:m.start()]):
             out.append((at, "name", word))  # a capital inside a clause: a name
@@ -209,18 +213,22 @@ def _addressed(turn: EpisodeIn, subject: str, batch: Sequence[EpisodeIn]) -> boo
 
 def said_of_another(text: str, known: str) -> bool:
     """Whether ``text`` says what it shares with ``known`` of somebody else, named by a
-    pronoun ("Gabe says his team moved to Kotlin 2.0", "隔壁组说他们已经升到 Go 1.22 了"):
-    another team's change is news, not a new value of ours. False when the two share no
-    word, or the clause that holds the shared words is said of the speaker ("our CI moved
-    to Buildkite", "my team moved to ...") or of nobody in particular ("React 18.3 landed
-    in main")."""
+    pronoun before it ("Gabe says his team moved to Kotlin 2.0", "a friend said they
+    bumped their target to iOS 17"), or the only people the text speaks of are others
+    ("隔壁组已经用上 Vue 3 了，他们说 ..."): another team's change is news, not a new value of
+    ours. False when the two share no word, or the clause that holds the shared words is
+    said of the speaker ("our CI moved to Buildkite", "my team moved to ...") or of nobody
+    in particular ("React 18.3 landed in main")."""
     said = clauses_of(text)
     took = _aligned(_tokens_of(known), [t for c in said for t in c.tokens])
     if not took:
         return False
+    # nobody but others in the whole text ("隔壁组已经用上 Vue 3 了，他们说 ...")
+    everyone = {kind for c in said for _, kind, _ in _refs(c, c.start + len(c.text), (), plural=True)
+                if kind != "name"}
+    if everyone == {"third"}:
+        return True
     clause = max(said, key=lambda c: len(took & {t.text for t in c.tokens}))
     first = min(t.start for t in clause.tokens if t.text in took)
-    refs = [r for r in _refs(clause, first, ()) if r[1] != "name"]
-    if not refs:
-        return False
-    return refs[-1][1] == "third"  # "my team moved to ..." is the speaker's own
+    refs = [r for r in _refs(clause, first, (), plural=True) if r[1] != "name"]
+    return bool(refs) and refs[-1][1] == "third"  # "my team moved to ..." is the speaker's own

@@ -88,10 +88,11 @@ def relate(reader: Reader, text: str, known: Sequence[MemoryItem], *, nearest: i
     if not ask:
         return []
     probs_new = reader.read([text], ["user"])[0].intent_probs
-    probs = _by_clause(reader, [known[order[n]].text for n in ask], text, probs_new)
     # worded as a change ("upgraded", "不对", "no longer"), or a pair the head is sure of
     said_change = float(probs_new[_UPDATE] + probs_new[_CORRECTION])
     changes = change or said_change >= 0.3
+    probs = _by_clause(reader, [known[order[n]].text for n in ask], text, probs_new,
+                       floor=min_p if changes else sure_p)
     found: list[Relation] = []
     for n, row in zip(ask, probs, strict=True):
         i, shared = order[n], named[n]
@@ -141,11 +142,13 @@ def relate(reader: Reader, text: str, known: Sequence[MemoryItem], *, nearest: i
     return sorted(sharing or found, key=lambda r: (r.action == "unsure", -r.p * r.similarity))
 
 
-def _by_clause(reader: Reader, olds: Sequence[str], text: str, intent_probs: np.ndarray) -> np.ndarray:
+def _by_clause(reader: Reader, olds: Sequence[str], text: str, intent_probs: np.ndarray, *,
+               floor: float) -> np.ndarray:
     """The pair head's reading of ``text`` against each known text, or against the
-    clause of it that the text most surely replaces: a memory that says two things ("still
-    on React 17 here, so nothing that needs useId") reads as compatible with a new value of
-    one of them ("React 18.3 landed in main") though that clause is no longer true."""
+    clause of it that the text most surely replaces, when it does with at least ``floor``:
+    a memory that says two things ("still on React 17 here, so nothing that needs useId")
+    reads as compatible with a new value of one of them ("React 18.3 landed in main")
+    though that clause is no longer true."""
     parts = [clauses(old) for old in olds]
     pieces = [c.strip(" ,;，；") for p in parts if len(p) > 1 for c in p]
     rows = reader.relate([*olds, *pieces], text, intent_probs)
@@ -156,7 +159,7 @@ def _by_clause(reader: Reader, olds: Sequence[str], text: str, intent_probs: np.
         mine = rows[at:at + len(p)]
         at += len(p)
         best = mine[int(mine[:, _SUPERSEDE].argmax())]
-        if best.argmax() == _SUPERSEDE and best[_SUPERSEDE] > whole[n, _SUPERSEDE]:
+        if best.argmax() == _SUPERSEDE and best[_SUPERSEDE] >= max(floor, whole[n, _SUPERSEDE]):
             whole[n] = best
     return whole
 
