@@ -91,8 +91,10 @@ def relate(reader: Reader, text: str, known: Sequence[MemoryItem], *, nearest: i
     # worded as a change ("upgraded", "不对", "no longer"), or a pair the head is sure of
     said_change = float(probs_new[_UPDATE] + probs_new[_CORRECTION])
     changes = change or said_change >= 0.3
+    # (a clause is short, so the pair head is readier to read it as replaced: it must be
+    # near sure, surer still when the statement is not worded as a change)
     probs = _by_clause(reader, [known[order[n]].text for n in ask], text, probs_new,
-                       floor=min_p if changes else sure_p)
+                       floor=brief_p if changes else sure_p)
     found: list[Relation] = []
     for n, row in zip(ask, probs, strict=True):
         i, shared = order[n], named[n]
