@@ -338,3 +338,19 @@ def test_forgetting_a_category_while_keeping_another_takes_every_clause_of_it(
     active = [i.text for i in mem.list(**WEB)]
     assert any("Flask" in t for t in active), active
     assert not any("Porto" in t or "diabetic" in t for t in active), active
+
+
+@pytest.mark.parametrize(("first", "then", "kept"), [
+    # another attribute of the same thing: who reviews the other half
+    ("前端的代码评审找孙悦，她要求写清楚改动原因", "后端接口那块的评审找郑凯就行", "孙悦"),
+    # a one-off exception to a standing rule
+    ("日志统一用 zap，输出 JSON，别用 fmt.Println 调试",
+     "这个一次性的导数脚本就直接 fmt.Println 吧，跑完就删", "zap"),
+])
+def test_what_only_looks_like_a_change_leaves_the_memory_as_it_is(
+        mem: Memory, first: str, then: str, kept: str) -> None:
+    say(mem, first, "s1", "2026-01-10T09:00:00")
+    say(mem, then, "s2", "2026-02-01T09:00:00")
+
+    assert any(kept in i.text for i in mem.list(**WEB)), [
+        (i.status, i.text) for i in mem.list(**WEB, include_inactive=True)]

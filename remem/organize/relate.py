@@ -53,9 +53,10 @@ class Relation:
 
 
 def relate(reader: Reader, text: str, known: Sequence[MemoryItem], *, nearest: int = 6,
-           min_similarity: float = 0.78, min_p: float = 0.5, sure_p: float = 0.95, named_p: float = 0.7,
+           min_similarity: float = 0.78, min_p: float = 0.5, sure_p: float = 0.95, named_p: float = 0.85,
            sure_similarity: float = 0.85, same_similarity: float = 0.93,
-           certain_p: float = 0.98, brief_p: float = 0.9, tie: float = 0.01, change: bool = False,
+           certain_p: float = 0.98, brief_p: float = 0.9, tie: float = 0.01,
+           compatible_p: float = 0.9, change: bool = False,
            brief: bool = False, kind: str | None = None) -> list[Relation]:
     """The known memories the statement replaces or repeats, strongest first (those it
     only may replace, ``unsure``, last); empty when it is new. A chain of versions
@@ -106,10 +107,12 @@ def relate(reader: Reader, text: str, known: Sequence[MemoryItem], *, nearest: i
             row[_SUPERSEDE] += row[_SAME]
         if (label in (_COMPATIBLE, _SAME) and n == 0 and (change or said_change >= 0.5)
                 and sims[i] >= sure_similarity and (label == _COMPATIBLE or sims[i] < same_similarity)
-                and shared):
+                and shared and row[_COMPATIBLE] < compatible_p):
             # said as a change ("auth has a new owner", "bumped the job to Ruby 3.3"), the
             # nearest memory about the same thing is what changed, though the pair head
-            # reads the two as compatible, or as the same thing said again
+            # reads the two as compatible (unless it is sure of it, ``compatible_p``:
+            # "backend reviews go to Kofi" beside who reviews the frontend), or as the
+            # same thing said again
             row = row.copy()
             row[_SUPERSEDE] += row[label]
             label = _SUPERSEDE
