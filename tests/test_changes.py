@@ -199,6 +199,8 @@ def test_asking_someone_else_to_forget_forgets_nothing(mem: Memory) -> None:
     ("about my sister Priya, forget it", False),
     ("I'd like you to forget my address", False),
     ("他的电话号码你别记了", False),
+    ("帮我跟小刘说一声，让她别记老的部署脚本了", True),
+    ("叫我别记了吧，算了，忘了吧", False),
 ])
 def test_who_is_to_forget(text: str, another: bool) -> None:
     assert asked_of_another(text, Heads.load().forget_words) is another
@@ -354,3 +356,11 @@ def test_what_only_looks_like_a_change_leaves_the_memory_as_it_is(
 
     assert any(kept in i.text for i in mem.list(**WEB)), [
         (i.status, i.text) for i in mem.list(**WEB, include_inactive=True)]
+
+
+def test_forget_this_said_after_a_task_in_one_sentence_forgets_only_the_task(mem: Memory) -> None:
+    say(mem, "你好，我叫林晓峰，叫我晓峰就行", "s1", "2026-02-09T09:00:00")
+    say(mem, "帮我写个脚本批量改图片尺寸，要支持 webp……算了，不用了，忘了这事吧，直接用 Pillow 的命令行",
+        "s1", "2026-02-09T09:10:00")
+
+    assert any("晓峰" in i.text for i in mem.list(**WEB))

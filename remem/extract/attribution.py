@@ -213,21 +213,17 @@ def _addressed(turn: EpisodeIn, subject: str, batch: Sequence[EpisodeIn]) -> boo
 
 def said_of_another(text: str, known: str) -> bool:
     """Whether ``text`` says what it shares with ``known`` of somebody else, named by a
-    pronoun before it ("Gabe says his team moved to Kotlin 2.0", "a friend said they
-    bumped their target to iOS 17"), or the only people the text speaks of are others
-    ("隔壁组已经用上 Vue 3 了，他们说 ..."): another team's change is news, not a new value of
-    ours. False when the two share no word, or the clause that holds the shared words is
-    said of the speaker ("our CI moved to Buildkite", "my team moved to ...") or of nobody
-    in particular ("React 18.3 landed in main")."""
+    pronoun before it in its clause ("Gabe says his team moved to Kotlin 2.0", "a friend
+    said they bumped their target to iOS 17", "隔壁组说他们已经升到 Go 1.22 了"): another
+    team's change is news, not a new value of ours. False when the two share no word, or
+    the clause that holds the shared words is said of the speaker ("our CI moved to
+    Buildkite", "my team moved to ...") or of nobody in particular ("React 18.3 landed in
+    main"); a pronoun after them may be the new value's ("Alma approves infra PRs now, so
+    put her on them")."""
     said = clauses_of(text)
     took = _aligned(_tokens_of(known), [t for c in said for t in c.tokens])
     if not took:
         return False
-    # nobody but others in the whole text ("隔壁组已经用上 Vue 3 了，他们说 ...")
-    everyone = {kind for c in said for _, kind, _ in _refs(c, c.start + len(c.text), (), plural=True)
-                if kind != "name"}
-    if everyone == {"third"}:
-        return True
     clause = max(said, key=lambda c: len(took & {t.text for t in c.tokens}))
     first = min(t.start for t in clause.tokens if t.text in took)
     refs = [r for r in _refs(clause, first, (), plural=True) if r[1] != "name"]

@@ -18,16 +18,18 @@ from .heads import Reader, Reading
 from .statements import Unit, units
 
 #: pronouns and demonstratives, a closed class of the grammar: "it", "them", "那个"...
-_POINTER = re.compile(r"\b(?:it|them|those|these)\b|[那这][个些件条句]|它", re.IGNORECASE)
+_POINTER = re.compile(r"\b(?:it|them|those|these)\b|[那这][个些件条句事]|它", re.IGNORECASE)
 #: "that" / "this", which may also open a clause ("forget that I use vim")
 _THAT = re.compile(r"\b(?:that|this)\b", re.IGNORECASE)
 _THAT_ALONE = re.compile(r"\b(?:that|this)\b(?=\s*(?:[,.;:!?，。；！？]|$))", re.IGNORECASE)
 
 #: a person other than the speaker or the listener, as the doer of what follows: a name,
-#: a third-person pronoun ("tell Sam to", "Ravi should", "让他")
+#: a third-person pronoun ("tell Sam to", "Ravi should", "让他把"), or whoever a causative
+#: verb names ("让小王别记", not "叫我别记")
 _OTHER = re.compile(r"(?:\b(?:he|she|they|him|her|them)\b|\b(?!(?:I|You|We)\b)[A-Z][a-z][\w'-]*)"
                     r"(?:\s+(?:to|should|must|needs?|has|have|can|could|will|would|ought|better)\b)+\s+$"
-                    r"|[他她]们?[都也就]?(?:把|得|要|该|应该|需要)\S{0,12}$")
+                    r"|[他她]们?[都也就]?(?:把|得|要|该|应该|需要)\S{0,12}$"
+                    r"|(?:让|叫|告诉)(?![你您我])\S{1,6}$")
 
 __all__ = ["ForgetRequest", "asked_of_another", "asks_to_forget", "forget_requests", "points_back",
            "requests_in", "topic_words"]
@@ -101,16 +103,22 @@ def _in_a_clause(reader: Reader, unit: Unit, reading: Reading, at: int) -> Forge
     the editor part, but drop the other personal thing I mentioned"): the clauses the
     heads read as a request are the request, those read as keeping are what is kept."""
     parts = clauses(unit.text)
-    if "forget" not in (reading.intent, reading.second_intent) or len(parts) < 2:
+    forget_words = reader.heads.forget_words
+    if "forget" not in (reading.intent, reading.second_intent) or len(parts) < 2 \
+            or asked_of_another(unit.text, forget_words):
         return None
     readings = reader.read(parts, ["user"] * len(parts))
-    forget_words = reader.heads.forget_words
-    asks = [c for c, r in zip(parts, readings, strict=True)
+    asks = [i for i, (c, r) in enumerate(zip(parts, readings, strict=True))
             if asks_to_forget(r) and not asked_of_another(c, forget_words)]
     if not asks:
         return None
-    keeps = tuple(c for c, r in zip(parts, readings, strict=True) if c not in asks and _keeps_it(r))
-    return ForgetRequest(" ".join(asks), (at,), keeps)
+    keeps = tuple(c for i, (c, r) in enumerate(zip(parts, readings, strict=True))
+                  if i not in asks and _keeps_it(r))
+    # "写个正则……算了，不用了，忘了这事吧": what "这事" points back to is what the sentence
+    # just said, set aside, not anything remembered
+    if asks[0] > 0 and points_back(parts[asks[0]], forget_words):
+        return None
+    return ForgetRequest(" ".join(parts[i] for i in asks), (at,), keeps)
 
 
 def _keeps(reader: Reader, pieces: Sequence[Unit], request: ForgetRequest) -> tuple[str, ...]:

@@ -73,7 +73,7 @@ def relate(reader: Reader, text: str, known: Sequence[MemoryItem], *, nearest: i
     tabs") means something only as the change of what it is nearest to: the nearest
     memory (or one as near, within ``tie``) is replaced when the head gives ``brief_p``,
     whatever words the two share. A memory that says several things is read clause by
-    clause too, and replaced when the statement replaces one of its clauses."""
+    clause too, and replaced when a statement worded as a change replaces one of them."""
     if not known:
         return []
     order, sims = candidates(reader, text, known, nearest=nearest, min_similarity=min_similarity)
@@ -92,10 +92,12 @@ def relate(reader: Reader, text: str, known: Sequence[MemoryItem], *, nearest: i
     # worded as a change ("upgraded", "不对", "no longer"), or a pair the head is sure of
     said_change = float(probs_new[_UPDATE] + probs_new[_CORRECTION])
     changes = change or said_change >= 0.3
-    # (a clause is short, so the pair head is readier to read it as replaced: it must be
-    # near sure, surer still when the statement is not worded as a change)
-    probs = _by_clause(reader, [known[order[n]].text for n in ask], text, probs_new,
-                       floor=brief_p if changes else sure_p)
+    # a memory is replaced by a new value of one of its clauses only when the statement is
+    # worded as a change ("又强调一遍，缩进两个空格" repeats the rule it reads as replacing), and
+    # a clause is short, so the pair head is readier to read it as replaced: near sure
+    olds = [known[order[n]].text for n in ask]
+    probs = _by_clause(reader, olds, text, probs_new, floor=brief_p) if changes \
+        else reader.relate(olds, text, probs_new)
     found: list[Relation] = []
     for n, row in zip(ask, probs, strict=True):
         i, shared = order[n], named[n]
