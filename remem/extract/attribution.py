@@ -210,7 +210,6 @@ def _addressed(turn: EpisodeIn, subject: str, batch: Sequence[EpisodeIn]) -> boo
     return any(not ep.is_agent and _same(ep.speaker, subject) for ep in near)
 
 
-
 def said_of_another(text: str, known: str) -> bool:
     """Whether ``text`` says what it shares with ``known`` of somebody else, named by a
     pronoun before it in its clause ("Gabe says his team moved to Kotlin 2.0", "a friend

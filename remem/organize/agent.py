@@ -406,8 +406,7 @@ class MemoryAgent:
             near = [by_id[s] for s in m.sources if s in episodes and s in by_id]
             hit = [c for c in parts if c in gone or (near and _stems(content_words(c)) & stems)]
             if not hit and (m in targets or any(_from_touched(m.text, ep.text, gone) for ep in near)):
-                # all of it, unless the user keeps a part: then the clauses drawn from
-                # the clauses that go
+                # all of it, unless the user keeps a part: then what is not kept
                 hit = (keeps and self._not_kept(parts, near, gone, keeps)) or parts
             hits[m.id] = hit
         forgotten = gone + [c for h in hits.values() for c in h]

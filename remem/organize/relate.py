@@ -153,9 +153,9 @@ def _by_clause(reader: Reader, olds: Sequence[str], text: str, intent_probs: np.
                floor: float) -> np.ndarray:
     """The pair head's reading of ``text`` against each known text, or against the
     clause of it that the text most surely replaces, when it does with at least ``floor``:
-    a memory that says two things ("still on React 17 here, so nothing that needs useId")
-    reads as compatible with a new value of one of them ("React 18.3 landed in main")
-    though that clause is no longer true."""
+    a memory that says two things ("my manager is Ines, she wants a design doc first")
+    reads as compatible with a new value of one of them ("after the reorg I report to
+    Kofi") though that clause is no longer true."""
     parts = [clauses(old) for old in olds]
     pieces = [c.strip(" ,;，；") for p in parts if len(p) > 1 for c in p]
     rows = reader.relate([*olds, *pieces], text, intent_probs)
