@@ -15,8 +15,8 @@ import pytest
 from remem.bench.scale import synthetic_texts
 from remem.model import Scope
 from remem.store import Filters, NewMemory
+from remem.store import fulltext as fulltext_module
 from remem.store.sqlite import SQLiteStore
-from remem.store.sqlite import fulltext as fulltext_module
 from remem.store.sqlite import store as sqlite_module
 
 ALICE = Scope(user_id="alice", session_id="s1")
@@ -185,7 +185,7 @@ def test_a_reader_behind_a_trimmed_log_rebuilds(store: SQLiteStore, monkeypatch:
         other.insert([turn("last", "alpha delta")], None)
         # the log no longer holds the entries this reader has not seen
         (first,) = store.conn.execute("SELECT MIN(seq) FROM fulltext_log").fetchone()
-        assert first > store.fulltext_index._last + 1
+        assert first > store.fulltext_index._cursor + 1
         old, new = both(store, ["alpha", "gamma"], ALICE_ALL)
         assert new == old and len(new) == 7
     finally:
@@ -197,10 +197,10 @@ def test_a_large_store_answers_from_fts5_while_its_index_loads(store: SQLiteStor
     store.fulltext_engine = "fts5"
     want = store.fulltext(["billing", "service"], ALICE_ALL, ALL, 10)
     store.fulltext_engine = "index"
-    store.fulltext_warm_rows = 1  # "large": load in a thread of its own
+    store.fulltext_index.warm_rows = 1  # "large": load in a thread of its own
     assert store.fulltext(["billing", "service"], ALICE_ALL, ALL, 10) == want
-    assert store._warming is not None
-    store._warming.join()
+    assert store.fulltext_index.warming is not None
+    store.fulltext_index.warming.join()
     assert store.fulltext_index.built
     again = store.fulltext(["billing", "service"], ALICE_ALL, ALL, 10)
     assert [r for r, _ in again] == [r for r, _ in want]

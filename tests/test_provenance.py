@@ -199,7 +199,10 @@ def _before_provenance(target: str | Path, backend: str) -> None:
     import psycopg
 
     with psycopg.connect(str(target), autocommit=True) as conn:
-        for statement in [*drop, "DELETE FROM remem_migrations WHERE number = 7"]:
+        later = ["DROP TABLE fulltext_log", "DROP TRIGGER passages_fulltext_insert ON passages",
+                 "DROP TRIGGER passages_fulltext_delete ON passages", "DROP FUNCTION remem_fulltext_added",
+                 "ALTER TABLE passages DROP COLUMN context_text"]  # PostgreSQL 8
+        for statement in [*later, *drop, "DELETE FROM remem_migrations WHERE number >= 7"]:
             conn.execute(statement)
 
 

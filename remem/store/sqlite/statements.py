@@ -32,6 +32,7 @@ FULLTEXT_ROWS = ("SELECT f.rowid, f.body, f.context, p.memory_rowid, m.org_id, m
                  "m.project, m.session_id FROM passages p JOIN memories m ON m.rowid = p.memory_rowid "
                  "JOIN passages_fts f ON f.rowid = p.rowid")
 FULLTEXT_ALL_ROWS = f"{FULLTEXT_ROWS} ORDER BY p.rowid"
+FULLTEXT_SOME_ROWS = FULLTEXT_ROWS + " WHERE p.rowid IN ({marks})"
 #: The vectors added since a rowid, with the scope of each (a batch at a time).
 VECTORS_LOAD = """
 SELECT v.rowid, p.memory_rowid, m.org_id, m.user_id, m.agent_id, m.project, m.session_id, v.vec
@@ -65,6 +66,7 @@ PRAGMA_SECURE_DELETE_SET = "PRAGMA secure_delete = ON"
 PRAGMA_BUSY_TIMEOUT_SET = "PRAGMA busy_timeout = {ms}"
 CHANGE_TOKEN = "SELECT value FROM meta WHERE key = 'changes'"
 BEGIN = "BEGIN IMMEDIATE"
+BEGIN_READ = "BEGIN"
 COMMIT = "COMMIT"
 SAVEPOINT = "SAVEPOINT {name}"
 ROLLBACK_TO = "ROLLBACK TO {name}"

@@ -35,6 +35,7 @@ from ...model import HistoryEntry, MemoryItem, Page, Provenance, Scope, Source
 from ...text import estimate_tokens, segment
 from ..base import Filters, Job, NewMemory, Transaction
 from ..clauses import filters_sql, scope_sql
+from ..fulltext import FulltextIndex, Row
 from ..policy import (
     CONTEXT_CHARS,
     batch_contexts,
@@ -52,7 +53,6 @@ from ..rows import row_to_item as _row_to_item
 from . import statements as sql
 from .audit import SQLiteAudit
 from .copy import SQLiteCopy
-from .fulltext import FulltextIndex
 from .injections import SQLiteInjections
 from .ops import SQLiteOps
 from .retention import SQLiteRetention
@@ -67,7 +67,6 @@ log = logging.getLogger(__name__)
 
 _LOG_KEPT = 200_000  # fulltext_log entries kept; a reader further behind rebuilds
 _ENGINES = ("index", "fts5")
-_WARM_ROWS = 20_000
 _MAX_SEEDS = 200  # seeds whose neighbours one compound SELECT finds
 
 
@@ -164,10 +163,7 @@ class SQLiteStore(SQLiteOps, SQLiteInjections, SQLiteShares, SQLiteAudit, SQLite
                 dim, ann_threshold=ann_threshold,
                 graph_dir=None if self._uri else graph_dir(self.path))
         self.fulltext_index = FulltextIndex()
-        #: a store with at least this many passages loads its full-text index in the background
-        self.fulltext_warm_rows = _WARM_ROWS
-        self._warm_lock = threading.Lock()
-        self._warming: threading.Thread | None = None
+        self._fulltext_rows = _FulltextRows(self)
 
     @staticmethod
     def stored_embedder(path: str | os.PathLike[str]) -> tuple[str, int] | None:
@@ -699,11 +695,11 @@ class SQLiteStore(SQLiteOps, SQLiteInjections, SQLiteShares, SQLiteAudit, SQLite
         """
         if not terms:
             return []
-        if self.fulltext_engine == "index" and self._fulltext_ready():
+        if self.fulltext_engine == "index" and self.fulltext_index.ready(self._fulltext_rows):
             phrases = self.fulltext_index.phrases(terms)
             if phrases is not None:  # else a word FTS5 reads as a phrase: let FTS5 rank
                 return self.fulltext_index.search(
-                    self.conn, phrases, scope, limit, context_weight,
+                    self._fulltext_rows, phrases, scope, limit, context_weight,
                     lambda ids: self.accept(ids, scope, filters))
         match = _fts_match(terms) if context_weight else f"body : ({_fts_match(terms)})"
         rank = f"bm25(passages_fts, 1.0, {float(context_weight)!r})"
@@ -729,33 +725,6 @@ class SQLiteStore(SQLiteOps, SQLiteInjections, SQLiteShares, SQLiteAudit, SQLite
         for rowid, score in rows:
             best.setdefault(rowid, -score)
         return list(best.items())[:limit]
-
-    def _fulltext_ready(self) -> bool:
-        """True when the full-text index can answer now. A large store's index is loaded
-        by a thread of its own (seconds per 100k rows) while FTS5 answers, so that a
-        process that searches once is not made to wait for it."""
-        index = self.fulltext_index
-        if index.built:
-            return True
-        with self._warm_lock:
-            if self._warming is not None:
-                if self._warming.is_alive():
-                    return False
-                self._warming = None
-                return index.built  # a load that failed: FTS5 goes on answering
-            (rows,) = self.conn.execute(sql.FULLTEXT_READY_SELECT_PASSAGES).fetchone()
-            if rows < self.fulltext_warm_rows:
-                return True  # small enough to load in the search itself
-
-            def load() -> None:
-                try:
-                    index.load(self.conn)
-                except Exception:  # the store closed meanwhile, or a broken row
-                    log.warning("loading the full-text index failed; FTS5 answers", exc_info=True)
-
-            self._warming = threading.Thread(target=load, name="remem-fulltext", daemon=True)
-            self._warming.start()
-            return False
 
     def vector(self, query: np.ndarray, scope: Scope, filters: Filters,
                limit: int) -> list[tuple[int, float]]:
@@ -872,3 +841,50 @@ class SQLiteStore(SQLiteOps, SQLiteInjections, SQLiteShares, SQLiteAudit, SQLite
         marks = ",".join("?" * len(job_ids))
         return dict(self.conn.execute(
             sql.JOB_STATES_SELECT_JOBS.format(marks=marks), list(job_ids)).fetchall())
+
+
+class _FulltextRows:
+    """The full-text index's view of this store (:class:`~remem.store.fulltext.FulltextRows`):
+    ``passages_fts`` rows, and ``fulltext_log`` by sequence number."""
+
+    def __init__(self, store: SQLiteStore) -> None:
+        self._store = store
+
+    @contextmanager
+    def snapshot(self) -> Iterator[None]:
+        conn = self._store.conn
+        own = not conn.in_transaction
+        if own:
+            conn.execute(sql.BEGIN_READ)  # one snapshot: the log and the rows it names agree
+        try:
+            yield
+        finally:
+            if own:
+                conn.execute(sql.COMMIT)
+
+    def changes(self, cursor: int | None) -> tuple[int, list[int] | None]:
+        conn = self._store.conn
+        row = conn.execute(sql.FULLTEXT_LAST_SEQ).fetchone()
+        last = int(row[0]) if row else 0
+        if cursor is None or last < cursor:
+            return last, None  # new, or the log was replaced
+        if last == cursor:
+            return last, []
+        (first,) = conn.execute(sql.FULLTEXT_FIRST_SEQ).fetchone()
+        if first is None or first > cursor + 1:
+            return last, None  # trimmed past the cursor
+        return last, [r for (r,) in conn.execute(sql.FULLTEXT_CHANGED, (cursor,))]
+
+    def rows(self, passages: Sequence[int] | None) -> Iterator[list[Row]]:
+        conn = self._store.conn
+        if passages is None:
+            cur = conn.execute(sql.FULLTEXT_ALL_ROWS)
+            while batch := cur.fetchmany(50_000):
+                yield batch
+        elif passages:
+            yield conn.execute(sql.FULLTEXT_SOME_ROWS.format(marks=",".join("?" * len(passages))),
+                               list(passages)).fetchall()
+
+    def count(self) -> int:
+        (rows,) = self._store.conn.execute(sql.FULLTEXT_READY_SELECT_PASSAGES).fetchone()
+        return int(rows)

@@ -1,5 +1,5 @@
-"""Full-text search over the store's ``passages_fts`` rows, held as an inverted index in
-memory, scored exactly as FTS5's ``bm25()`` scores them.
+"""Full-text search over a store's passages, held as an inverted index in memory, scored
+exactly as SQLite FTS5's ``bm25()`` scores them, whichever store holds the rows.
 
 FTS5 scores every row that holds any query word before it can sort them: at 100k turns
 indexed with their neighbours' text, one common word matches a third of the table.
@@ -19,27 +19,32 @@ each distinct piece is handed once to an FTS5 table in a private in-memory datab
 (``porter unicode61 remove_diacritics 2``, as ``passages_fts``), whose terms are cached.
 So case folding, diacritics and the Porter stemmer can never drift from the store's.
 
-SQLite stays the only durable copy. ``fulltext_log`` records every passage whose row was
-added, changed (its neighbours' context) or deleted; the index reads the entries after
-the last one it saw, in any process, and rebuilds from the table when the log has been
-trimmed past that point. A changed or deleted row leaves a dead slot until more than
-half of the slots are dead, and then the index is rebuilt.
+The store stays the only durable copy. Each adapter logs every passage whose row was
+added, changed (its neighbours' context) or deleted, and gives the index what changed
+since it last looked, in any process (:class:`FulltextRows`); the index rebuilds from the
+table when the log has been trimmed past that point. A changed or deleted row leaves a
+dead slot until more than half of the slots are dead, and then the index is rebuilt.
 """
 
 from __future__ import annotations
 
+import logging
 import math
 import re
 import sqlite3
 import threading
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Callable, Iterable, Iterator, Sequence
+from contextlib import AbstractContextManager
+from typing import Any, Protocol
 
 import numpy as np
 
-from ...model import Scope
-from . import statements as sql
+from ..model import Scope
+from .sqlite import statements as sql
 
-__all__ = ["FulltextIndex", "Tokenizer"]
+__all__ = ["FulltextIndex", "FulltextRows", "Tokenizer"]
+
+log = logging.getLogger(__name__)
 
 _SCOPE_FIELDS = ("org_id", "user_id", "agent_id", "project", "session_id")
 _K1, _B = 1.2, 0.75
@@ -50,9 +55,27 @@ _PIECE = re.compile(r"[^\s!-/:-@\[-`{-~]+")
 
 
 
-def rows_sql(count: int) -> str:
-    """The rows of ``count`` given passages, as :data:`~.statements.FULLTEXT_ALL_ROWS` lays them out."""
-    return f"{sql.FULLTEXT_ROWS} WHERE p.rowid IN ({','.join('?' * count)})"
+#: a row of the index: passage rowid, body, context, memory rowid, org, user, agent,
+#: project, session (the body and context as the store segments them for full text)
+Row = Sequence[Any]
+
+
+class FulltextRows(Protocol):
+    """What a store gives its full-text index: its rows, and what changed since a cursor."""
+
+    def snapshot(self) -> AbstractContextManager[object]:
+        """One read of the log and of the rows it names."""
+
+    def changes(self, cursor: Any) -> tuple[Any, list[int] | None]:
+        """A cursor for now, and the passages changed since ``cursor``: None when the
+        cursor is None or the log no longer reaches back to it (read every row)."""
+
+    def rows(self, passages: Sequence[int] | None) -> Iterator[list[Row]]:
+        """Batches of the rows of these passages (None: of every passage)."""
+
+    def count(self) -> int:
+        """About how many passages the store holds (to decide whether to load in the
+        background)."""
 
 
 class Tokenizer:
@@ -158,14 +181,18 @@ class _Postings:
 class FulltextIndex:
     """In-memory copy of ``passages_fts`` with the scope of each row; see the module."""
 
-    def __init__(self, tokenizer: Tokenizer | None = None) -> None:
+    def __init__(self, tokenizer: Tokenizer | None = None, warm_rows: int = 20_000) -> None:
         self.tokens = tokenizer or Tokenizer()
         self._lock = threading.Lock()
         self.built = False  # True once loaded from the table (it then stays current)
+        #: a store with at least this many passages loads the index in the background
+        self.warm_rows = warm_rows
+        self.warming: threading.Thread | None = None
+        self._warm_lock = threading.Lock()
         self._reset()
 
     def _reset(self) -> None:
-        self._last = 0
+        self._cursor: Any = None
         self._n = 0  # slots used, alive or dead
         self._alive_count = 0
         self._total_length = 0.0
@@ -260,45 +287,59 @@ class FulltextIndex:
         self._alive_count += k
         self._total_length += float(lengths.sum())
 
-    def _rebuild(self, conn: sqlite3.Connection, last: int) -> None:
+    def _rebuild(self, source: FulltextRows, cursor: Any) -> None:
         self._reset()
-        cur = conn.execute(sql.FULLTEXT_ALL_ROWS)
-        while rows := cur.fetchmany(50_000):
+        for rows in source.rows(None):
             self._add(rows)
-        self._last = last
+        self._cursor = cursor
         self.built = True
 
-    def load(self, conn: sqlite3.Connection) -> None:
+    def load(self, source: FulltextRows) -> None:
         """Load (or bring up to date) the index, e.g. from a thread of its own."""
         with self._lock:
-            self.sync(conn)
+            self.sync(source)
 
-    def sync(self, conn: sqlite3.Connection) -> None:
+    def sync(self, source: FulltextRows) -> None:
         """Take in what changed since the last call, from any process (callers hold
         the lock)."""
-        own = not conn.in_transaction
-        if own:
-            conn.execute(sql.FTS5_TERMS_BEGIN)  # one snapshot: the log and the rows it names agree
-        try:
-            row = conn.execute(sql.FULLTEXT_LAST_SEQ).fetchone()
-            last = int(row[0]) if row else 0
-            if last == self._last and self._n:
+        with source.snapshot():
+            cursor, changed = source.changes(self._cursor if self._n else None)
+            if (changed is None or not self._n
+                    or self._n - self._alive_count > max(self._alive_count, 1000)):
+                self._rebuild(source, cursor)  # trimmed past us, replaced, new, or mostly dead
                 return
-            (first,) = conn.execute(sql.FULLTEXT_FIRST_SEQ).fetchone()
-            if (last < self._last or first is None or first > self._last + 1
-                    or self._n == 0 or self._n - self._alive_count > max(self._alive_count, 1000)):
-                self._rebuild(conn, last)  # trimmed past us, replaced, new, or mostly dead
-                return
-            changed = [r for (r,) in conn.execute(sql.FULLTEXT_CHANGED, (self._last,))]
             for passage in changed:
                 self._kill(passage)
             for i in range(0, len(changed), 500):
-                part = changed[i : i + 500]
-                self._add(conn.execute(rows_sql(len(part)), part).fetchall())
-            self._last = last
-        finally:
-            if own:
-                conn.execute(sql.COMMIT)
+                for rows in source.rows(changed[i : i + 500]):
+                    self._add(rows)
+            self._cursor = cursor
+
+    def ready(self, source: FulltextRows) -> bool:
+        """True when the index can answer now. A large store's index is loaded by a
+        thread of its own (seconds per 100k rows) while the store's SQL answers, so that
+        a process that searches once is not made to wait for it."""
+        if self.built:
+            return True
+        with self._warm_lock:
+            if self.warming is not None:
+                if self.warming.is_alive():
+                    return False
+                self.warming = None
+                return self.built  # a load that failed: the SQL goes on answering
+            if source.count() < self.warm_rows:
+                return True  # small enough to load in the search itself
+
+            def load() -> None:
+                try:
+                    self.load(source)
+                except Exception:  # the store closed meanwhile, or a broken row
+                    log.warning("loading the full-text index failed; the store's SQL answers",
+                                exc_info=True)
+
+            self.warming = threading.Thread(target=load, name="remem-fulltext", daemon=True)
+            self.warming.start()
+            return False
 
     # --- searching --------------------------------------------------------------------------
 
@@ -363,7 +404,7 @@ class FulltextIndex:
         matched = np.flatnonzero(total)
         return matched, total[matched]
 
-    def search(self, conn: sqlite3.Connection, terms: Sequence[str], scope: Scope, limit: int,
+    def search(self, source: FulltextRows, terms: Sequence[str], scope: Scope, limit: int,
                context_weight: float, accept: Callable[[list[int]], set[int]]) -> list[tuple[int, float]]:
         """The ``limit`` best memories by the BM25 score of their best passage.
 
@@ -371,7 +412,7 @@ class FulltextIndex:
         rowids and returns those that pass the store's SQL scope and filter check.
         """
         with self._lock:
-            self.sync(conn)
+            self.sync(source)
             slots, scores = self.scores(terms, float(context_weight))
             inside = self._scope_mask(slots, scope)
             slots, scores = slots[inside], scores[inside]
