@@ -1,6 +1,7 @@
-"""The in-memory full-text index on a PostgreSQL store: the SQLite store's ranking, other
-connections' writes (a transaction that commits late included), the log trimmed past a
-reader, and contexts filled in for rows written before the store kept them."""
+"""A PostgreSQL store's indexes. The in-memory full-text index: the SQLite store's
+ranking, other connections' writes (a transaction that commits late included), the log
+trimmed past a reader, and contexts filled in for rows written before the store kept
+them. The vector index: built once after a bulk load."""
 
 from __future__ import annotations
 
@@ -8,6 +9,7 @@ import threading
 from collections.abc import Iterator
 from pathlib import Path
 
+import numpy as np
 import pytest
 from test_fulltext_index import ALICE, ALICE_ALL, ALL, QUERIES, fill, ids, scores, turn
 
@@ -127,3 +129,23 @@ def test_contexts_of_rows_written_before_the_column_are_filled_in(pg: PostgresSt
         assert again.fulltext(["port", "staging"], ALICE_ALL, ALL, 5) == want
     finally:
         again.close()
+
+
+def test_vectors_written_in_bulk_are_found_through_a_rebuilt_index(pg: PostgresStore) -> None:
+    pg.insert([turn(f"e{i}", f"note {i}") for i in range(40)], "embed")
+    (job,) = pg.claim_jobs("embed", 10, lease_s=60)
+    rng = np.random.default_rng(3)
+    vectors = rng.normal(size=(40, 8)).astype(np.float32)
+    vectors /= np.linalg.norm(vectors, axis=1, keepdims=True)
+    passages = job.payload["passages"]
+    indexed = "SELECT COUNT(*) FROM pg_indexes WHERE indexname = 'passages_vec'"
+    with pg.bulk_vectors(memory="64MB"):
+        assert pg._one(indexed) == (0,)
+        pg.put_vectors(list(zip(passages, vectors, strict=True)), [job])
+        hits = pg.vector(vectors[7], ALICE_ALL, ALL, 3)  # meanwhile: every vector scanned
+        assert ids(pg, hits)[0] == "e7"
+    assert pg._one(indexed) == (1,)
+    assert pg.stats()["embed_backlog"] == 0
+    for i in (0, 19, 39):
+        hits = pg.vector(vectors[i], ALICE_ALL, ALL, 3)
+        assert ids(pg, hits)[0] == f"e{i}" and hits[0][1] == pytest.approx(1.0, abs=1e-5)
