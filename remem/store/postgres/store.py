@@ -1,7 +1,9 @@
 """The PostgreSQL store: the same records as the SQLite store on a database server.
 
-Full text is ``tsvector`` (English stemming, over the same CJK-bigram segmentation the
-SQLite store feeds FTS5, so both find the same words); vectors are pgvector columns with
+Full text is ranked by the in-memory index SQLite stores use (``store/fulltext.py``, the
+same scores), fed from the passages and ``fulltext_log``; ``tsvector`` (English stemming,
+over the same CJK-bigram segmentation) answers inside a write transaction, for a word of
+several tokens and while a large index loads; vectors are pgvector columns with
 an HNSW index, searched with the scope wall inside the query and the candidates ranked
 by their exact cosine distance; jobs are claimed with ``FOR UPDATE SKIP LOCKED``, so
 any number of workers on any number of machines share one queue.
