@@ -313,10 +313,6 @@ class Config(BaseModel):
     worker_batch: int = Field(32, ge=1, description="passages embedded per worker batch")
     worker_slice_s: float = Field(1.0, gt=0, description="the worker runs each kind of job "
                                   "(embedding, extraction, ...) for up to this long in turn")
-    worker_give_way_s: float = Field(0.05, ge=0, description="after a call that queued work "
-                                     "(an add), the worker waits until none came for this "
-                                     "long before its next job, so that a burst of adds does not "
-                                     "share the interpreter with it (0: never waits)")
     job_lease_s: float = Field(60.0, gt=0, description="a job a worker claimed is taken over "
                                "by another worker when not finished (or renewed) in this time")
     job_backoff_s: float = Field(2.0, gt=0, description="a failed job waits this long, doubled "
@@ -371,8 +367,7 @@ class Config(BaseModel):
         for name in ("home", "signing_key", "cube_registry"):
             if env.get(f"REMEM_{name.upper()}"):
                 values[name] = env[f"REMEM_{name.upper()}"]
-        for name in ("job_lease_s", "job_backoff_s", "worker_slice_s", "worker_give_way_s",
-                     "query_threads",
+        for name in ("job_lease_s", "job_backoff_s", "worker_slice_s", "query_threads",
                      "embed_threads", "ann_threshold", "injection_log_days", "injection_log_rows"):
             if f"REMEM_{name.upper()}" in env:
                 values[name] = env[f"REMEM_{name.upper()}"]

@@ -88,60 +88,6 @@ def test_a_failing_job_is_tried_once_per_step_however_much_time_is_left(tmp_path
 
 
 
-def test_while_adds_keep_coming_the_worker_waits_before_its_next_job(tmp_path: Path) -> None:
-    clock = Clock()
-    m = _turns(tmp_path, 20)
-    extracted: list[float] = []
-
-    def extract(job: Job) -> None:
-        extracted.append(clock.now)
-        m.store.finish_job(job, {})
-
-    paused: list[float] = []
-
-    def pause(seconds: float) -> None:  # time passes; another add arrives every 10 ms
-        paused.append(seconds)
-        clock.now += 0.01
-        if clock.now < 0.5:
-            worker._woken_at = clock.now
-
-    worker = Worker(m.store, SlowEmbedder(clock, 0.0), slice_s=1.0, clock=clock, give_way_s=0.05,
-                    pause=pause, handlers={"extract": extract})
-    worker._woken_at = 0.0  # an add has just queued work: the worker is not started here
-    worker.run_once()
-    # no job ran until the adds had stopped for 50 ms (the last came at 0.49 s)
-    assert m.embed_backlog() == 0 and len(extracted) == 20
-    assert 0.54 - 1e-9 <= min(extracted) <= 0.56
-    assert all(seconds <= 0.05 for seconds in paused)
-
-
-def test_a_steady_stream_of_adds_does_not_starve_the_worker(tmp_path: Path) -> None:
-    clock = Clock()
-    m = _turns(tmp_path, 8)
-
-    def pause(seconds: float) -> None:  # an add every 10 ms, for ever
-        clock.now += 0.01
-        worker._woken_at = clock.now
-
-    worker = Worker(m.store, SlowEmbedder(clock, 0.0), batch=8, clock=clock, give_way_s=0.05,
-                    give_way_max_s=0.3, pause=pause)
-    worker._woken_at = 0.0
-    worker.run_once()
-    assert m.embed_backlog() == 0  # after waiting 0.3 s, the batch ran anyway
-    assert clock.now == pytest.approx(0.6)  # and 0.3 s more before it found no other
-
-
-def test_an_add_wakes_the_worker_and_it_gives_way(tmp_path: Path) -> None:
-    clock = Clock()
-    m = Memory(tmp_path / "g.db", config=Config(embedder="hash", run_worker=False))
-    worker = Worker(m.store, SlowEmbedder(clock, 0.0), clock=clock)
-    worker.wake()
-    worker.stop()
-    assert worker._woken_at == 0.0
-    assert Config.from_env({"REMEM_WORKER_GIVE_WAY_S": "0"}).worker_give_way_s == 0.0
-    m.close()
-
-
 def test_the_worker_slice_is_a_setting_and_a_bad_one_is_refused() -> None:
     assert Config.from_env({"REMEM_WORKER_SLICE_S": "0.25"}).worker_slice_s == 0.25
     with pytest.raises(ConfigError, match="worker_slice_s"):

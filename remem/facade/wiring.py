@@ -119,7 +119,6 @@ def build(config: Config, path: str | os.PathLike[str] | None, *, embedder: Embe
                              every_s=config.retention.every_s))
     worker = Worker(store, embedder, batch=config.worker_batch, lease_s=config.job_lease_s,
                     slice_s=config.worker_slice_s, backoff_s=config.job_backoff_s,
-                    give_way_s=config.worker_give_way_s,
                     tick=triggers.tick, handlers={
         "extract": extract_handler(store, extractor, agent),
         "prefetch": prefetch_handler(store, prefetcher, config.agent),

@@ -7,15 +7,11 @@ attempt it stays ``failed`` and visible (``remem jobs``). A crashed worker's lea
 out and another worker takes the job over; a job whose lease was lost is rolled back
 rather than finished twice. Each kind of job runs for up to a slice of time in turn, so
 that a slow kind (the memory agent) does not starve a fast one (embedding new turns).
-Foreground calls come first: while adds keep waking it, the worker waits before its next
-job (up to ``give_way_max_s`` at a time), since a job's Python would hold the
-interpreter's lock the add needs.
 """
 
 from __future__ import annotations
 
 import logging
-import math
 import threading
 import time
 from collections.abc import Callable
@@ -49,13 +45,8 @@ class Worker:
                  clock: Callable[[], float] = time.monotonic,
                  handlers: dict[str, Handler] | None = None,
                  tick: Callable[[], object] | None = None, tick_every_s: float = 30.0,
-                 after_step: Callable[[], object] | None = None, give_way_s: float = 0.05,
-                 give_way_max_s: float = 2.0, pause: Callable[[float], object] | None = None,
-                 ) -> None:
+                 after_step: Callable[[], object] | None = None) -> None:
         self.store = store
-        self.give_way_s = give_way_s
-        self.give_way_max_s = give_way_max_s
-        self._woken_at = -math.inf  # when a foreground call last queued work
         self.after_step = after_step
         self.tick = tick
         self.tick_every_s = tick_every_s
@@ -69,7 +60,6 @@ class Worker:
         self.handlers: dict[str, Handler] = dict(handlers or {})
         self._wake = threading.Event()
         self._stop = threading.Event()
-        self._pause = pause or self._stop.wait
         self._thread: threading.Thread | None = None
         self._start_lock = threading.Lock()
         self.idle = threading.Condition()
@@ -100,7 +90,6 @@ class Worker:
         (at least one batch, even when asked to stop: a flush after a stop still ends)."""
         start, done = self.clock(), 0
         while not done or (not self._stop.is_set() and self.clock() - start < self.slice_s):
-            self._give_way()
             jobs = self.store.claim_jobs("embed", self.batch, self.lease_s)
             if not jobs:
                 break
@@ -115,18 +104,6 @@ class Worker:
                 break
         return done
 
-    def _give_way(self) -> None:
-        """Wait until no foreground call woke the worker for ``give_way_s``, or
-        ``give_way_max_s`` has passed (so a steady stream of adds never starves it).
-        With an injected ``clock``, inject ``pause`` too: it is what lets time pass."""
-        start = self.clock()
-        while True:
-            now = self.clock()
-            quiet = now - self._woken_at
-            if self._stop.is_set() or quiet >= self.give_way_s or now - start >= self.give_way_max_s:
-                return
-            self._pause(self.give_way_s - quiet)
-
     def _backoff(self, job: Job) -> float:
         return self.backoff_s * 2.0 ** (job.attempts - 1)
 
@@ -139,7 +116,6 @@ class Worker:
             return 0  # e.g. a prefetch waits until the memories of the last turns exist
         start, done = self.clock(), 0
         while not self._stop.is_set() and (not done or self.clock() - start < self.slice_s):
-            self._give_way()
             jobs = self.store.claim_jobs(kind, 1, self.lease_s)
             if not jobs:
                 break
@@ -179,8 +155,7 @@ class Worker:
                 self._thread.start()
 
     def wake(self) -> None:
-        """Tell the thread there is new work (queued by a call in the foreground)."""
-        self._woken_at = self.clock()
+        """Tell the thread there is new work."""
         self.start()
         self._wake.set()
 
