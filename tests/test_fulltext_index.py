@@ -192,6 +192,20 @@ def test_a_reader_behind_a_trimmed_log_rebuilds(store: SQLiteStore, monkeypatch:
         other.close()
 
 
+def test_a_search_inside_a_transaction_that_rolls_back_leaves_nothing_behind(store: SQLiteStore) -> None:
+    store.insert([turn("e1", "alpha beta")], None)
+    assert ids(store, store.fulltext(["alpha"], ALICE_ALL, ALL, 5)) == ["e1"]  # index built
+    with pytest.raises(RuntimeError), store.transaction():
+        store.insert([turn("ghost", "alpha ghost words")], None)
+        # its own uncommitted turn is found (by FTS5), but the index does not take it in
+        assert set(ids(store, store.fulltext(["alpha"], ALICE_ALL, ALL, 5))) == {"e1", "ghost"}
+        raise RuntimeError("changed my mind")
+    store.insert([turn("e2", "alpha gamma")], None)  # may reuse the rolled-back rowids
+    old, new = both(store, ["alpha"], ALICE_ALL)
+    assert sorted(ids(store, new)) == sorted(ids(store, old)) == ["e1", "e2"]
+    assert both(store, ["ghost"], ALICE_ALL) == ([], [])
+
+
 def test_a_large_store_answers_from_fts5_while_its_index_loads(store: SQLiteStore) -> None:
     fill(store, 100)
     store.fulltext_engine = "fts5"

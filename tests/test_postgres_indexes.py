@@ -75,6 +75,39 @@ def test_a_transaction_that_commits_after_a_later_one_is_not_skipped(
         fast.close()
 
 
+def test_a_transaction_that_rolls_back_is_never_indexed(pg: PostgresStore, pg_url: str) -> None:
+    pg.insert([turn("e1", "alpha beta")], None)
+    assert ids(pg, pg.fulltext(["alpha"], ALICE_ALL, ALL, 5)) == ["e1"]
+    other = PostgresStore(pg_url, dim=8, embedder="unit")
+    try:
+        with pytest.raises(RuntimeError), other.transaction():
+            other.insert([turn("ghost", "alpha ghost words")], None)
+            assert ids(pg, pg.fulltext(["alpha"], ALICE_ALL, ALL, 5)) == ["e1"]  # not committed
+            raise RuntimeError("changed my mind")
+        other.insert([turn("e2", "alpha gamma")], None)
+        assert sorted(ids(pg, pg.fulltext(["alpha"], ALICE_ALL, ALL, 5))) == ["e1", "e2"]
+        assert pg.fulltext(["ghost"], ALICE_ALL, ALL, 5) == []
+    finally:
+        other.close()
+
+
+def test_a_long_transaction_elsewhere_does_not_hold_the_reader_back(pg: PostgresStore, pg_url: str) -> None:
+    import psycopg
+
+    pg.insert([turn("e0", "alpha start")], None)
+    assert ids(pg, pg.fulltext(["alpha"], ALICE_ALL, ALL, 5)) == ["e0"]
+    with psycopg.connect(pg_url) as idle:  # a transaction left open, holding the oldest xid
+        idle.execute("SELECT pg_current_xact_id()")
+        for i in range(3):
+            pg.insert([turn(f"e{i + 1}", f"alpha step {i}")], None)
+            found = ids(pg, pg.fulltext(["alpha"], ALICE_ALL, ALL, 10))
+            assert sorted(found) == [f"e{j}" for j in range(i + 2)]
+            # each look takes in only what its last snapshot did not see
+            cursor = pg.fulltext_index._cursor
+            assert pg._fulltext_rows.changes(cursor)[1] == []
+        idle.rollback()
+
+
 def test_purge_and_forget_take_a_text_out_at_once(pg: PostgresStore) -> None:
     pg.insert([turn("e1", "what is the wifi password?"), turn("e2", "it is hunter2 on the guest net"),
                turn("e3", "thanks")], None)
@@ -100,6 +133,7 @@ def test_a_reader_behind_a_trimmed_log_rebuilds(pg: PostgresStore, pg_url: str,
     assert ids(pg, pg.fulltext(["alpha"], ALICE_ALL, ALL, 5)) == ["e1"]
     other = PostgresStore(pg_url, dim=8, embedder="unit")
     monkeypatch.setattr(pg_module, "_LOG_KEPT", 1)
+    monkeypatch.setattr(pg_module, "_LOG_SLACK", 0)
     try:
         other.insert([turn(f"n{i}", f"alpha gamma {i}") for i in range(5)], None)
         other.insert([turn("last", "alpha delta")], None)

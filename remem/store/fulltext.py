@@ -53,8 +53,6 @@ _TOKENIZE = "porter unicode61 remove_diacritics 2"  # as passages_fts (schema.py
 _PIECE = re.compile(r"[^\s!-/:-@\[-`{-~]+")
 
 
-
-
 #: a row of the index: passage rowid, body, context, memory rowid, org, user, agent,
 #: project, session (the body and context as the store segments them for full text)
 Row = Sequence[Any]
@@ -179,7 +177,7 @@ class _Postings:
 
 
 class FulltextIndex:
-    """In-memory copy of ``passages_fts`` with the scope of each row; see the module."""
+    """In-memory copy of a store's full text with the scope of each row; see the module."""
 
     def __init__(self, tokenizer: Tokenizer | None = None, warm_rows: int = 20_000) -> None:
         self.tokens = tokenizer or Tokenizer()
@@ -247,7 +245,7 @@ class FulltextIndex:
             self._total_length -= self._length[slot]
 
     def _add(self, rows: Sequence[Sequence[object]]) -> None:
-        """Index rows of :data:`~.statements.FULLTEXT_ALL_ROWS` (none of them indexed now)."""
+        """Index rows laid out as :data:`Row` (none of them indexed now)."""
         if not rows:
             return
         k, start = len(rows), self._n
@@ -403,6 +401,20 @@ class FulltextIndex:
                             minlength=self._n)
         matched = np.flatnonzero(total)
         return matched, total[matched]
+
+    def answer(self, source: FulltextRows, words: Sequence[str], scope: Scope, limit: int,
+               context_weight: float, accept: Callable[[list[int]], set[int]],
+               ) -> list[tuple[int, float]] | None:
+        """:meth:`search` for query words, or None when the store's SQL must answer: the
+        index is still loading, or a word is several tokens (a phrase). Callers inside a
+        write transaction ask the SQL instead, which sees the transaction's own rows (and
+        the index must never take in rows that may yet be rolled back)."""
+        if not words or not self.ready(source):
+            return None
+        phrases = self.phrases(words)
+        if phrases is None:
+            return None
+        return self.search(source, phrases, scope, limit, context_weight, accept)
 
     def search(self, source: FulltextRows, terms: Sequence[str], scope: Scope, limit: int,
                context_weight: float, accept: Callable[[list[int]], set[int]]) -> list[tuple[int, float]]:

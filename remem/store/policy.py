@@ -14,8 +14,9 @@ from ..model import TRUST_LEVELS, Provenance
 from ..text import segment
 
 __all__ = ["COALESCE_PREFIX", "CONTEXT_CHARS", "HEAT_DECAY", "REVIEW_NOTE", "batch_contexts",
-           "best_topic", "compacted_note", "counted_sql", "least_trusted", "mentions", "owner_of",
-           "page_after", "page_before", "provenance_of", "purge_closure", "purged_words", "row_provenance"]
+           "best_topic", "compacted_note", "counted_sql", "least_trusted", "mentions",
+           "neighbours_context", "owner_of", "page_after", "page_before", "provenance_of",
+           "purge_closure", "purged_words", "row_provenance"]
 
 #: Each warming of a session's working memory first multiplies every heat by this.
 HEAT_DECAY = 0.8
@@ -169,6 +170,11 @@ def batch_contexts(items: Sequence[Any], rowids: Sequence[int],
             before.append(first[0])
         texts = [None if first is None else first[1], *(t for _, t in chain), None]
         for i, (rowid, _) in enumerate(chain):
-            near = (texts[i], texts[i + 2])
-            contexts[rowid] = " ".join(segment(t[:CONTEXT_CHARS]) for t in near if t is not None)
+            contexts[rowid] = neighbours_context(texts[i], texts[i + 2])
     return contexts, before
+
+
+def neighbours_context(before: str | None, after: str | None) -> str:
+    """A turn's full-text context: the texts of the turns before and after it (if any),
+    cut to ``CONTEXT_CHARS`` and segmented for full text."""
+    return " ".join(segment(t[:CONTEXT_CHARS]) for t in (before, after) if t is not None)

@@ -134,7 +134,7 @@ TRANSFER: dict[str, tuple[str, ...]] = {
     "shares": tuple(SHARE_COLUMNS.split(", ")),
 }
 #: Meta keys that belong to one store and are not copied (its own counters).
-LOCAL_META = ("changes", "vector_generation")
+LOCAL_META = ("changes", "vector_generation", "fulltext_log_trimmed")
 
 
 def row_to_audit(row: Any) -> AuditEntry:

@@ -35,11 +35,9 @@ META_TABLE_EXISTS = "SELECT to_regclass('meta')"
 STORED_EMBEDDER = "SELECT key, value FROM meta WHERE org_id = '' AND key IN ('embedder', 'dim')"
 SET_ITERATIVE_SCAN = "SET hnsw.iterative_scan = relaxed_order"
 SET_EF_SEARCH = "SET hnsw.ef_search = 200"
-#: building the vector index once after a bulk load (as migration 1 creates it)
-DROP_VECTOR_INDEX = "DROP INDEX IF EXISTS passages_vec"
-BUILD_MEMORY = "SET maintenance_work_mem = '{memory}'"
-BUILD_WORKERS = "SET max_parallel_maintenance_workers = {workers}"
-CREATE_VECTOR_INDEX = "CREATE INDEX IF NOT EXISTS passages_vec ON passages USING hnsw (vec vector_cosine_ops)"
+#: building the vector index once after a bulk load (the index itself: see below)
+BUILD_SETTINGS = ("SELECT set_config('maintenance_work_mem', %s, false), "
+                  "set_config('max_parallel_maintenance_workers', %s, false)")
 BUMP_CHANGES = "SELECT nextval('remem_changes')"
 CHANGE_TOKEN = "SELECT CASE WHEN is_called THEN last_value ELSE 0 END FROM remem_changes"
 MIGRATION_LOCK = "SELECT pg_advisory_xact_lock(%s)"
@@ -53,11 +51,13 @@ SCHEMA_VERSION_SELECT = "SELECT COALESCE(MAX(number), 0) FROM remem_migrations"
 RECORD_MIGRATION = "INSERT INTO remem_migrations VALUES (%s, %s)"
 RECORD_EMBEDDER = "INSERT INTO meta (key, value) VALUES ('embedder', %s) ON CONFLICT DO NOTHING"
 RECORD_DIM = "INSERT INTO meta (key, value) VALUES ('dim', %s) ON CONFLICT DO NOTHING"
-DROP_VECTOR_INDEX = "DROP INDEX passages_vec"
+DROP_VECTOR_INDEX = "DROP INDEX IF EXISTS passages_vec"
 DROP_VECTOR_COLUMN = "ALTER TABLE passages DROP COLUMN vec"
 ADD_VECTOR_COLUMN = "ALTER TABLE passages ADD COLUMN vec VECTOR({dim})"
 VECTOR_STORAGE_MAIN = "ALTER TABLE passages ALTER COLUMN vec SET STORAGE MAIN"
-CREATE_VECTOR_INDEX = "CREATE INDEX passages_vec ON passages USING hnsw (vec vector_cosine_ops)"
+CREATE_VECTOR_INDEX = (
+    "CREATE INDEX IF NOT EXISTS passages_vec ON passages USING hnsw (vec vector_cosine_ops)"
+)
 RESET_VECTORS_UPDATE_PASSAGES = "UPDATE passages SET vec = NULL WHERE vec IS NOT NULL"
 RESET_VECTORS_DELETE_JOBS = "DELETE FROM jobs WHERE kind = 'embed' AND state IN ('queued', 'running')"
 RESET_VECTORS_SELECT_PASSAGES = "SELECT rowid FROM passages ORDER BY rowid"
@@ -80,16 +80,18 @@ ADJACENT_SELECT_MEMORIES = (
 )
 REFRESH_CONTEXT_UPDATE_PASSAGES = (
     f"WITH u AS (UPDATE passages SET context = to_tsvector('{TSCONFIG}', %s), context_text = %s "
-    f"WHERE memory_rowid = %s RETURNING rowid) INSERT INTO fulltext_log (passage_rowid) SELECT rowid "
-    f"FROM u"
+    f"WHERE org_id = (SELECT org_id FROM memories WHERE rowid = %s) AND memory_rowid = %s "
+    f"RETURNING rowid) INSERT INTO fulltext_log (passage_rowid) SELECT rowid FROM u"
 )
-#: the in-memory full-text index (fulltext.py): in one statement, the oldest transaction
-#: its snapshot sees running, how far the log was trimmed and the entries of transactions
-#: from a given one on; then the rows
+#: the in-memory full-text index (fulltext.py): in one statement, its snapshot (the
+#: reader's next cursor), how far the log was trimmed, and the entries of transactions
+#: the reader's last snapshot did not see (PgQ's way: no entry is read twice, and one that
+#: commits after a later one is read when it commits); then the rows
 FULLTEXT_CHANGED = (
-    "SELECT -2, pg_snapshot_xmin(pg_current_snapshot())::text::bigint, NULL::bigint UNION ALL SELECT "
-    "-1, value::bigint, NULL FROM meta WHERE org_id = '' AND key = 'fulltext_log_trimmed' UNION ALL "
-    "SELECT seq, xid, passage_rowid FROM fulltext_log WHERE xid >= %s"
+    "SELECT NULL::bigint, pg_current_snapshot()::text UNION ALL SELECT -1, value FROM meta WHERE "
+    "org_id = '' AND key = 'fulltext_log_trimmed' UNION ALL SELECT passage_rowid, NULL FROM "
+    "fulltext_log WHERE xid >= pg_snapshot_xmin(%s::pg_snapshot)::text::bigint AND NOT "
+    "pg_visible_in_snapshot(xid::text::xid8, %s::pg_snapshot)"
 )
 FULLTEXT_ROWS = (
     "SELECT p.rowid, p.text, p.context_text, p.memory_rowid, m.org_id, m.user_id, m.agent_id, "
@@ -98,21 +100,27 @@ FULLTEXT_ROWS = (
 )
 FULLTEXT_ALL_ROWS = f"{FULLTEXT_ROWS} WHERE p.rowid > %s ORDER BY p.rowid LIMIT %s"
 FULLTEXT_SOME_ROWS = f"{FULLTEXT_ROWS} WHERE p.rowid = ANY(%s)"
-FULLTEXT_COUNT = "SELECT GREATEST(reltuples, 0)::bigint FROM pg_class WHERE oid = 'passages'::regclass"
+FULLTEXT_COUNT = "SELECT COALESCE(MAX(rowid), 0) FROM passages"
+#: trimmed in one go once it holds %s entries more than it keeps, and never past the
+#: oldest transaction running (its readers still need those entries)
 TRIM_FULLTEXT_LOG = (
-    "WITH d AS (DELETE FROM fulltext_log WHERE seq <= (SELECT MAX(seq) FROM fulltext_log) - %s "
-    "RETURNING xid) INSERT INTO meta (org_id, key, value) SELECT '', 'fulltext_log_trimmed', "
-    "(MAX(xid) + 1)::text FROM d HAVING COUNT(*) > 0 ON CONFLICT (org_id, key) DO UPDATE SET "
-    "value = GREATEST(meta.value::bigint, excluded.value::bigint)::text"
+    "WITH d AS (DELETE FROM fulltext_log WHERE seq <= (SELECT MAX(seq) FROM fulltext_log) - %s AND "
+    "xid < pg_snapshot_xmin(pg_current_snapshot())::text::bigint AND (SELECT MAX(seq) - MIN(seq) "
+    "FROM fulltext_log) > %s RETURNING xid) INSERT INTO meta (org_id, key, value) SELECT '', "
+    "'fulltext_log_trimmed', (MAX(xid) + 1)::text FROM d HAVING COUNT(*) > 0 ON CONFLICT (org_id, "
+    "key) DO UPDATE SET value = GREATEST(meta.value::bigint, excluded.value::bigint)::text"
 )
 #: contexts of rows written before the column held them: each active turn's neighbours
 BACKFILL_CONTEXTS = (
-    "SELECT rowid, before, after FROM (SELECT rowid, lag(text) OVER w AS before, lead(text) OVER w "
+    "SELECT org_id, rowid, before, after FROM (SELECT org_id, rowid, lag(text) OVER w AS before, "
+    "lead(text) OVER w "
     "AS after FROM memories WHERE raw = 1 AND status = 'active' AND session_id IS NOT NULL WINDOW w "
     "AS (PARTITION BY org_id, session_id, user_id, agent_id, project ORDER BY rowid)) n WHERE "
     "before IS NOT NULL OR after IS NOT NULL"
 )
-BACKFILL_CONTEXT_UPDATE = "UPDATE passages SET context_text = %s WHERE memory_rowid = %s"
+BACKFILL_CONTEXT_UPDATE = (
+    "UPDATE passages SET context_text = %s WHERE org_id = %s AND memory_rowid = %s"
+)
 QUEUE_EMBED_INSERT_JOBS = (
     "INSERT INTO jobs (org_id, id, kind, payload, run_after, created_at, updated_at, user_id) VALUES "
     "(%s, %s, 'embed', %s, %s, %s, %s, %s)"

@@ -43,10 +43,10 @@ from ..clauses import filters_sql, scope_sql
 from ..fulltext import FulltextIndex, Row
 from ..policy import (
     COALESCE_PREFIX,
-    CONTEXT_CHARS,
     batch_contexts,
     counted_sql,
     mentions,
+    neighbours_context,
     owner_of,
     page_before,
     provenance_of,
@@ -81,6 +81,7 @@ M = "%s"
 _LOCK = 0x52454D4D  # advisory lock held while migrating ("REMM")
 _DF_CAP = 10_000  # documents counted at most for one term's frequency
 _LOG_KEPT = 200_000  # fulltext_log entries kept; a reader further behind rebuilds
+_LOG_SLACK = 10_000  # entries beyond those before the log is trimmed (in one go)
 _ENGINES = ("index", "tsvector")
 
 
@@ -279,6 +280,7 @@ class PostgresStore(PostgresOps, PostgresInjections, PostgresShares, PostgresAud
                 log.info("migrated %s to schema %d", self.path, number)
             if version and version < 8 <= SCHEMA_VERSION:
                 self._backfill_contexts(conn)
+            conn.execute(sql.CREATE_VECTOR_INDEX)  # after an interrupted bulk_vectors()
 
     def _check_embedder(self, embedder: str, dim: int) -> None:
         """Record the embedder in a new store; refuse a store made with another one."""
@@ -362,11 +364,11 @@ class PostgresStore(PostgresOps, PostgresInjections, PostgresShares, PostgresAud
     def _context(self, rowid: int) -> str:
         """An episode's full-text context: the texts of the active turns around it."""
         near = [self._adjacent(rowid, after) for after in (False, True)]
-        return " ".join(segment(n[1][:CONTEXT_CHARS]) for n in near if n is not None)
+        return neighbours_context(*(None if n is None else n[1] for n in near))
 
     def _refresh_context(self, rowids: Iterable[int]) -> None:
         self._many(sql.REFRESH_CONTEXT_UPDATE_PASSAGES,
-                   [(context, context, r) for r in rowids for context in [self._context(r)]])
+                   [(context, context, r, r) for r in rowids for context in [self._context(r)]])
 
     @staticmethod
     def _backfill_contexts(conn: psycopg.Connection[Any]) -> None:
@@ -375,8 +377,7 @@ class PostgresStore(PostgresOps, PostgresInjections, PostgresShares, PostgresAud
         rows = conn.execute(sql.BACKFILL_CONTEXTS).fetchall()
         with conn.cursor() as cur:
             cur.executemany(sql.BACKFILL_CONTEXT_UPDATE, [
-                (" ".join(segment(t[:CONTEXT_CHARS]) for t in (before, after) if t is not None), rowid)
-                for rowid, before, after in rows])
+                (neighbours_context(before, after), org, rowid) for org, rowid, before, after in rows])
 
     def _around(self, rowids: Iterable[int]) -> set[int]:
         """The active episodes next to these ones, whose context holds their text."""
@@ -423,7 +424,7 @@ class PostgresStore(PostgresOps, PostgresInjections, PostgresShares, PostgresAud
                  for item, rowid in zip(items, rowids, strict=True)
                  for seq, text in enumerate(item.passages or [item.text])])
             self._refresh_context(before)  # the turn before now has a new one after it
-            self._run(sql.TRIM_FULLTEXT_LOG, (_LOG_KEPT,))
+            self._run(sql.TRIM_FULLTEXT_LOG, (_LOG_KEPT, _LOG_KEPT + _LOG_SLACK))
             if embed_job_id is not None:
                 self._queue_embed(embed_job_id, passages, items[0].scope.org_id if items else None,
                                   owner_of(items))
@@ -626,15 +627,13 @@ class PostgresStore(PostgresOps, PostgresInjections, PostgresShares, PostgresAud
         ``ts_rank`` weighed by its rarity in the store, as BM25 does; words found only in
         the neighbouring turns count ``context_weight`` as much. The scope wall and the
         filters are inside the query."""
-        # inside a transaction the SQL sees its own writes, which the index does not
-        if (terms and self.fulltext_engine == "index" and getattr(self._local, "conn", None) is None
-                and self.fulltext_index.ready(self._fulltext_rows)):
-            phrases = self.fulltext_index.phrases(terms)
-            if phrases is not None:  # else a word is a phrase: let the SQL rank it
-                return self.fulltext_index.search(
-                    self._fulltext_rows, phrases, scope, limit, context_weight,
-                    lambda ids: self.accept(ids, scope, filters))
-        terms = list(dict.fromkeys(t for t in terms if t.strip()))
+        terms = [t for t in terms if t.strip()]
+        if self.fulltext_engine == "index" and getattr(self._local, "conn", None) is None:
+            found = self.fulltext_index.answer(self._fulltext_rows, terms, scope, limit, context_weight,
+                                               lambda ids: self.accept(ids, scope, filters))
+            if found is not None:
+                return found
+        terms = list(dict.fromkeys(terms))
         if not terms:
             return []
         plain = f"plainto_tsquery('{sql.TSCONFIG}', %s)"
@@ -712,20 +711,24 @@ class PostgresStore(PostgresOps, PostgresInjections, PostgresShares, PostgresAud
 
     @contextmanager
     def bulk_vectors(self, memory: str = "2GB", workers: int = 1) -> Iterator[None]:
-        """Write many vectors at once: the HNSW index is dropped, and built again in one
-        pass at the end (with ``memory`` for the build and ``workers`` beside the leader),
-        many times faster than inserting each vector into it. Meant for a store being
-        filled (a bulk load, a benchmark): searches meanwhile scan every vector."""
+        """Write many vectors at once into a store no one else is using (a bulk load, a
+        benchmark): the HNSW index is dropped, and built again in one pass at the end
+        (with ``memory`` for the build and ``workers`` beside the leader), many times
+        faster than inserting each vector into it. Meanwhile searches scan every vector,
+        and other writers wait for the build. A store left without the index (the build
+        interrupted) builds it when next opened."""
         if self._closed:
             raise StoreError("the store is closed")
-        with psycopg.connect(self.url, autocommit=True) as conn:
-            conn.execute(sql.DROP_VECTOR_INDEX)
-            try:
-                yield
-            finally:
-                conn.execute(sql.BUILD_MEMORY.format(memory=memory))
-                conn.execute(sql.BUILD_WORKERS.format(workers=int(workers)))
-                conn.execute(sql.CREATE_VECTOR_INDEX)
+        try:
+            with psycopg.connect(self.url, autocommit=True) as conn:
+                conn.execute(sql.DROP_VECTOR_INDEX)
+                try:
+                    yield
+                finally:
+                    conn.execute(sql.BUILD_SETTINGS, (memory, str(int(workers))))
+                    conn.execute(sql.CREATE_VECTOR_INDEX)
+        except psycopg.Error as exc:
+            raise StoreError(f"rebuilding the vector index of {self.path} failed: {exc}") from exc
 
     def put_vectors(self, rows: Sequence[tuple[int, np.ndarray]], done_jobs: Sequence[Job],
                     renew_s: float | None = None) -> None:
@@ -779,9 +782,9 @@ class PostgresStore(PostgresOps, PostgresInjections, PostgresShares, PostgresAud
 class _FulltextRows:
     """The full-text index's view of this store (:class:`~remem.store.fulltext.FulltextRows`).
 
-    The cursor is the oldest transaction running when the index last looked and the log
-    entries it has taken in since: entries of transactions at or after that one are read
-    again, so one that commits after a later one's entries were read is not skipped."""
+    The cursor is the snapshot of the index's last look at ``fulltext_log``: the next look
+    takes the entries of transactions that snapshot did not see, so one that commits after
+    a later one is taken when it commits, and none is read twice."""
 
     def __init__(self, store: PostgresStore) -> None:
         self._store = store
@@ -789,21 +792,18 @@ class _FulltextRows:
     def snapshot(self) -> AbstractContextManager[object]:
         return nullcontext()  # each read sees at least what the one before it saw
 
-    def changes(self, cursor: tuple[int, frozenset[int]] | None,
-                ) -> tuple[tuple[int, frozenset[int]], list[int] | None]:
-        since, seen = cursor if cursor is not None else (2**62, frozenset())
-        xmin, trimmed, entries = 0, 0, []
-        for seq, xid, passage in self._store._all(sql.FULLTEXT_CHANGED, (since,)):
-            if seq == -2:
-                xmin = int(xid)
-            elif seq == -1:
-                trimmed = int(xid)
+    def changes(self, cursor: str | None) -> tuple[str, list[int] | None]:
+        now, trimmed, changed = "", 0, []
+        for passage, value in self._store._all(sql.FULLTEXT_CHANGED, (cursor, cursor)):
+            if passage is None:
+                now = str(value)
+            elif passage == -1:
+                trimmed = int(value)
             else:
-                entries.append((int(seq), int(xid), int(passage)))
-        ahead = (xmin, frozenset(seq for seq, xid, _ in entries if xid >= xmin))
-        if cursor is None or trimmed > since:
-            return ahead, None
-        return ahead, list(dict.fromkeys(p for seq, _, p in entries if seq not in seen))
+                changed.append(int(passage))
+        if cursor is None or trimmed > int(cursor.split(":", 1)[0]):
+            return now, None  # new, or the log no longer holds what it did not see
+        return now, list(dict.fromkeys(changed))
 
     def rows(self, passages: Sequence[int] | None) -> Iterator[list[Row]]:
         if passages is not None:

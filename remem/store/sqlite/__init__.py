@@ -2,8 +2,8 @@
 
 ``store.py`` is the store, with its concerns mixed in from ``ops.py``, ``audit.py``,
 ``shares.py``, ``injections.py``, ``retention.py`` and ``copy.py``; ``statements.py`` holds every
-statement it runs, ``schema.py`` its migrations; ``fulltext.py`` and ``vectors.py`` are its
-in-memory indexes.
+statement it runs, ``schema.py`` its migrations; ``vectors.py`` is its in-memory vector
+index (the full-text one, ``../fulltext.py``, serves both stores).
 """
 
 from .store import SQLiteStore, require_store_file

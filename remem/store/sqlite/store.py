@@ -37,10 +37,10 @@ from ..base import Filters, Job, NewMemory, Transaction
 from ..clauses import filters_sql, scope_sql
 from ..fulltext import FulltextIndex, Row
 from ..policy import (
-    CONTEXT_CHARS,
     batch_contexts,
     counted_sql,
     mentions,
+    neighbours_context,
     owner_of,
     page_before,
     provenance_of,
@@ -393,7 +393,7 @@ class SQLiteStore(SQLiteOps, SQLiteInjections, SQLiteShares, SQLiteAudit, SQLite
     def _context(self, conn: sqlite3.Connection, rowid: int) -> str:
         """An episode's full-text context: the texts of the active turns around it."""
         near = [self._adjacent(conn, rowid, after) for after in (False, True)]
-        return " ".join(segment(n[1][:CONTEXT_CHARS]) for n in near if n is not None)
+        return neighbours_context(*(None if n is None else n[1] for n in near))
 
     def _refresh_context(self, conn: sqlite3.Connection, rowids: Iterable[int]) -> None:
         rows = [(self._context(conn, rowid), rowid) for rowid in rowids]
@@ -695,12 +695,11 @@ class SQLiteStore(SQLiteOps, SQLiteInjections, SQLiteShares, SQLiteAudit, SQLite
         """
         if not terms:
             return []
-        if self.fulltext_engine == "index" and self.fulltext_index.ready(self._fulltext_rows):
-            phrases = self.fulltext_index.phrases(terms)
-            if phrases is not None:  # else a word FTS5 reads as a phrase: let FTS5 rank
-                return self.fulltext_index.search(
-                    self._fulltext_rows, phrases, scope, limit, context_weight,
-                    lambda ids: self.accept(ids, scope, filters))
+        if self.fulltext_engine == "index" and not self.conn.in_transaction:
+            found = self.fulltext_index.answer(self._fulltext_rows, terms, scope, limit, context_weight,
+                                               lambda ids: self.accept(ids, scope, filters))
+            if found is not None:
+                return found
         match = _fts_match(terms) if context_weight else f"body : ({_fts_match(terms)})"
         rank = f"bm25(passages_fts, 1.0, {float(context_weight)!r})"
         want = limit * 2
