@@ -319,12 +319,12 @@ MIGRATIONS: list[str] = [
     CREATE INDEX memories_created ON memories (org_id, raw, created_at);
     """,
     # 8: the in-memory full-text index (remem/store/fulltext.py): each passage's context as
-    # text, and a log of the passages added, deleted or given a new context. A reader
-    # takes the entries of transactions it may not have seen (xid at or above the oldest
-    # one running when it last looked), so one committing late is never skipped; the
-    # adapter adds an entry when it rewrites a context, and records in meta how far the
-    # log was trimmed. The log is store-wide, as the index it feeds is. Contexts of rows
-    # written before it are filled in by the adapter.
+    # text, and a log of the passages added, deleted or given a new context, with the
+    # transaction that wrote each entry: a reader takes the entries of transactions its
+    # last snapshot did not see, so one committing late is never skipped. The adapter adds
+    # an entry when it rewrites a context, and records in meta how far the log was
+    # trimmed. The log is store-wide, as the index it feeds is. Contexts of rows written
+    # before it are filled in by the adapter.
     """
     ALTER TABLE passages ADD COLUMN context_text TEXT NOT NULL DEFAULT '';
     CREATE TABLE fulltext_log (
