@@ -142,7 +142,7 @@ def inspect_cmd(source: FileArg, as_json: JsonOpt = False) -> None:
     typer.echo(f"{m.name} {m.version}  licence {m.license}  created {m.created_at} by {m.created_by}")
     if m.description:
         typer.echo(f"  {m.description}")
-    typer.echo(f"  embedder {m.embedder.name} ({m.embedder.dim} dimensions)")
+    typer.echo(f"  embedder {m.embedder_name} ({m.embedding_dim} dimensions)")
     typer.echo("  " + ", ".join(f"{v} {k}" for k, v in m.counts.items()))
     typer.echo("  kinds: " + ", ".join(f"{n} {k}" for k, n in sorted(info["kinds"].items())))  # type: ignore[attr-defined]
     typer.echo(f"  signer {m.signer.fingerprint}" + (f" ({m.signer.name})" if m.signer.name else ""))
