@@ -102,7 +102,7 @@ def purged_words(texts: Iterable[str]) -> set[str]:
     marks: set[str] = set()
     for text in texts:
         words = re.findall(r"\w+", text.lower())
-        marks.update(f"{a} {b}" for a, b in zip(words, words[1:]))
+        marks.update(f"{a} {b}" for a, b in zip(words, words[1:], strict=False))
         marks.update(w for w in words if len(w) >= 8)
     return marks
 
@@ -110,7 +110,8 @@ def purged_words(texts: Iterable[str]) -> set[str]:
 def mentions(text: str, marks: set[str]) -> bool:
     """True when ``text`` holds a word pair or a long word of purged text."""
     words = re.findall(r"\w+", text.lower())
-    return any(w in marks for w in words) or any(f"{a} {b}" in marks for a, b in zip(words, words[1:]))
+    pairs = (f"{a} {b}" for a, b in zip(words, words[1:], strict=False))
+    return any(w in marks for w in words) or any(pair in marks for pair in pairs)
 
 
 def page_after(cursor: str | None) -> int:
