@@ -307,6 +307,10 @@ class Config(BaseModel):
     vector_index: Literal["scoped", "flat"] = Field(
         "scoped", description="'scoped': vectors grouped by scope; 'flat': the former "
         "store-wide matrix, kept so that `remem bench scale` can time both")
+    fulltext: Literal["index", "sql"] = Field(
+        "index", description="'index': full text ranked from an in-memory index each process "
+        "loads (about 0.85 GB per million passages, every org's); 'sql': ranked by the store's "
+        "SQL (FTS5 bm25 on SQLite, ts_rank on PostgreSQL), slower and nothing held in memory")
     chunk_tokens: int = Field(200, ge=16, description="long texts are split into passages")
     max_text_chars: int = Field(100_000, ge=1, description="one message's size limit")
     busy_timeout_s: float = Field(10.0, gt=0)
@@ -364,7 +368,7 @@ class Config(BaseModel):
             values["agent"] = agent
         if env.get("REMEM_STORE_URL"):
             values["store"] = env["REMEM_STORE_URL"]
-        for name in ("home", "signing_key", "cube_registry"):
+        for name in ("home", "signing_key", "cube_registry", "fulltext"):
             if env.get(f"REMEM_{name.upper()}"):
                 values[name] = env[f"REMEM_{name.upper()}"]
         for name in ("job_lease_s", "job_backoff_s", "worker_slice_s", "query_threads",

@@ -221,6 +221,41 @@ def test_a_large_store_answers_from_fts5_while_its_index_loads(store: SQLiteStor
     assert scores(again) == pytest.approx(scores(want), rel=1e-9)
 
 
+def test_a_failed_load_is_tried_again_only_after_a_while(store: SQLiteStore) -> None:
+    fill(store, 100)
+    store.fulltext_engine = "fts5"
+    want = store.fulltext(["billing", "service"], ALICE_ALL, ALL, 10)
+    store.fulltext_engine = "index"
+    now = [1000.0]
+    index = store.fulltext_index = fulltext_module.FulltextIndex(
+        warm_rows=1, retry_s=60, clock=lambda: now[0])
+    broken = [True]
+    real_rows = store._fulltext_rows.rows
+
+    def rows(passages: Any) -> Any:
+        if broken[0]:
+            raise OSError("disk gone")
+        return real_rows(passages)
+
+    store._fulltext_rows.rows = rows  # type: ignore[method-assign]
+    assert store.fulltext(["billing", "service"], ALICE_ALL, ALL, 10) == want  # SQL answers
+    first = index.warming
+    assert first is not None
+    first.join()
+    assert not index.built
+    broken[0] = False
+    now[0] += 30  # within the wait: no second load, the SQL answers
+    assert store.fulltext(["billing", "service"], ALICE_ALL, ALL, 10) == want
+    assert index.warming is None
+    now[0] += 31
+    store.fulltext(["billing", "service"], ALICE_ALL, ALL, 10)
+    assert index.warming is not None and index.warming is not first
+    index.warming.join()
+    assert index.built
+    again = store.fulltext(["billing", "service"], ALICE_ALL, ALL, 10)
+    assert [r for r, _ in again] == [r for r, _ in want]
+
+
 def test_the_tokenizer_is_fts5s(store: SQLiteStore) -> None:
     tokens = fulltext_module.Tokenizer()
     try:

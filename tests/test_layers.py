@@ -191,6 +191,21 @@ def test_a_store_url_reaches_the_configuration() -> None:
     assert Config.from_env({}).store is None
 
 
+@pytest.mark.parametrize("backend", ["sqlite", "postgres"])
+def test_full_text_ranked_in_sql_loads_no_index(backend: str, tmp_path: Path,
+                                                request: pytest.FixtureRequest) -> None:
+    where = request.getfixturevalue("pg_url") if backend == "postgres" else tmp_path / "m.db"
+    config = Config.from_env({"REMEM_FULLTEXT": "sql"}, embedder="hash", embed_in_background=False)
+    with Memory(where, config=config) as m:
+        m.add("the billing service retries three times", user_id="ann")
+        found = m.search("billing retries", user_id="ann")
+        assert "the billing service retries three times" in [h.memory.text for h in found]
+        assert m.store.fulltext_engine in ("fts5", "tsvector")
+        assert not m.store.fulltext_index.built and len(m.store.fulltext_index) == 0
+    with pytest.raises(ConfigError, match="fulltext"):
+        Config.from_env({"REMEM_FULLTEXT": "bm25"})
+
+
 def test_a_password_in_a_store_url_is_never_shown(pg_url: str) -> None:
     url = pg_url.replace("postgresql://postgres@", "postgresql://postgres:s3cret@")
     with Memory(url, config=Config(embedder="hash")) as m:

