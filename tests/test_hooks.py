@@ -205,7 +205,8 @@ def test_garbage_input_and_a_broken_store_never_break_the_agent(claude: Agent) -
 def test_a_broken_hook_command_line_says_why_and_never_breaks_the_agent(claude: Agent) -> None:
     command = claude.commands["SessionStart"]
     for broken, why in [(" --colour red", "unknown option --colour"),
-                        (" --project", "--project needs a value"), (" --agent vim", "--agent must be one of")]:
+                        (" --project", "--project needs a value"),
+                        (" --agent vim", "--agent must be one of")]:
         claude.commands["SessionStart"] = command + broken
         assert claude.fire("SessionStart", payload(claude, "SessionStart", "s1")) == (0, "")
         assert why in claude.stderr

@@ -8,6 +8,7 @@ import time
 from collections.abc import Callable
 from pathlib import Path
 
+import pydantic
 import pytest
 
 from remem import (
@@ -211,6 +212,6 @@ def test_a_row_read_back_is_the_same_memory_model_construct_builds() -> None:
     assert item.model_dump() == expected.model_dump()
     assert item.model_fields_set == expected.model_fields_set
     assert item.is_episode and item.model_copy(update={"text": "x"}).text == "x"
-    with pytest.raises(Exception):
+    with pytest.raises(pydantic.ValidationError):
         item.text = "changed"  # still frozen
     assert rows.row_to_item((*row[:15], "{}", *row[16:]), []).metadata == {}

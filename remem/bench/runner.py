@@ -70,8 +70,9 @@ def run(dataset: str, data: str | Path, systems: Sequence[str], *, limit: int | 
         reporter: Callable[[str, int], Reporter] = Reporter) -> dict[str, Any]:
     """Run ``systems`` on the first ``limit`` conversations (LoCoMo) or questions
     (LongMemEval) of ``data``, or those ``conversations`` names by position (``"5-9"``,
-    ``"0-499:2"``, see :func:`~remem.bench.datasets.parse_selection`); write ``out`` (JSON) with a report beside it if asked: Markdown
-    and PNG plots, and an HTML page with the plots inside (at ``html``, else beside ``out``).
+    ``"0-499:2"``, see :func:`~remem.bench.datasets.parse_selection`); write ``out``
+    (JSON) with a report beside it if asked: Markdown and PNG plots, and an HTML page with
+    the plots inside (at ``html``, else beside ``out``).
 
     A system that cannot be built or fails midway gets ``{"error": ...}`` in place of its
     figures, and the others still run. With ``out``, the figures of the systems done so

@@ -4,8 +4,9 @@ Each door records what it was asked, once per request: the REST service every ``
 request (with the API key that made it), the MCP server every tool call, the CLI every
 command that writes; and the retention policy every item it compacts, archives or
 purges. An entry says when, through which door, by whom (the user, the key), what (the
-action, and the memory, job or key it named) and how it ended; never the text itself (what was stored is in the store, redacted). Reading the log is confined
-like every read: to the caller's org, and to the caller's user when it is confined to one.
+action, and the memory, job or key it named) and how it ended; never the text itself
+(what was stored is in the store, redacted). Reading the log is confined like every read:
+to the caller's org, and to the caller's user when it is confined to one.
 """
 
 from __future__ import annotations

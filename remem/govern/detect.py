@@ -53,7 +53,8 @@ _SAID = re.compile(
     r"(?:now\s+|still\s+|just\s+)?(?P<q>[\"'`]?)(?P<value>[^\s\"'`]{3,}?)(?P=q)(?=[\s,;)!?]|\.(?:\s|$)|$)")
 # "my password is ...": whose it is makes what follows its value, even a plain word
 _POSSESSIVE = re.compile(r"(?i)\b(?:my|our|your|his|her|their|\w+'s)\s+(?:\w+\s+){0,2}$")
-_SAID_ZH = re.compile(r"(?:密码|口令|密钥|令牌|秘钥)[^\n，。]{0,12}?(?:是|为|：|:)\s*(?P<value>[^\s，。,]{3,})")
+_SAID_ZH = re.compile(r"(?:密码|口令|密钥|令牌|秘钥)[^\n，。]{0,12}?(?:是|为|：|:)\s*"
+                      r"(?P<value>[^\s，。,]{3,})")
 _VENDOR = re.compile(r"(?<![A-Za-z0-9])[A-Za-z][A-Za-z0-9]{1,9}(?:[_-][A-Za-z0-9]{2,10}){0,2}[_-]"
                      r"(?P<value>[A-Za-z0-9_-]{16,})")
 _HASH_NAME = re.compile(r"(?i)(?:sha\d*|md5|blake\w*|crc\d*|xxh\w*|integrity)[_-]")
@@ -87,7 +88,7 @@ def random_looking(value: str, *, min_length: int = 16, ratio: float = 0.82) -> 
     if entropy(core) < ratio * math.log2(min(len(core), 64)):
         return False
     kinds = ["d" if c.isdigit() else "u" if c.isupper() else "l" if c.islower() else "s" for c in core]
-    switches = sum(a != b for a, b in zip(kinds, kinds[1:]))
+    switches = sum(a != b for a, b in zip(kinds, kinds[1:], strict=False))
     # words written in camel case (Argon2PasswordHasher) have long lowercase runs
     wordy = sum(len(run) for run in re.findall(r"[a-z]{4,}", core))
     return switches / len(core) >= 0.3 and wordy / len(core) < 0.4
@@ -233,7 +234,8 @@ _CN_ID = re.compile(r"(?<![A-Za-z0-9_])\d{17}[\dXx](?![A-Za-z0-9_])")
 _ES_ID = re.compile(r"\b[XYZ]?\d{7,8}-?[A-Z]\b")
 _FR_NIR = re.compile(r"(?<!\d)[12] ?\d{2} ?\d{2} ?(?:\d{2}|2[AB]) ?\d{3} ?\d{3} ?\d{2}(?!\d)")
 _US_SSN = re.compile(r"(?<![\d-])(\d{3})-(\d{2})-(\d{4})(?![\d-])")
-_UK_NINO = re.compile(r"\b(?!BG|GB|NK|KN|TN|NT|ZZ)[A-CEGHJ-PR-TW-Z][A-CEGHJ-NPR-TW-Z] ?\d{2} ?\d{2} ?\d{2} ?[A-D]\b")
+_UK_NINO = re.compile(r"\b(?!BG|GB|NK|KN|TN|NT|ZZ)[A-CEGHJ-PR-TW-Z][A-CEGHJ-NPR-TW-Z]"
+                      r" ?\d{2} ?\d{2} ?\d{2} ?[A-D]\b")
 
 
 def luhn(digits: str) -> bool:
@@ -267,7 +269,7 @@ def iban_valid(value: str) -> bool:
 
 def _cn_id_valid(value: str) -> bool:
     weights = [7, 9, 10, 5, 8, 4, 2, 1, 6, 3, 7, 9, 10, 5, 8, 4, 2]
-    total = sum(int(d) * w for d, w in zip(value[:17], weights))
+    total = sum(int(d) * w for d, w in zip(value[:17], weights, strict=True))
     if "1900" > value[6:10] or not ("01" <= value[10:12] <= "12"):
         return False
     return "10X98765432"[total % 11] == value[17].upper()
