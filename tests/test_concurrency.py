@@ -78,6 +78,9 @@ def test_two_processes_write_at_the_same_time(store_target: str | Path,
             if w.poll() is None:
                 w.kill()
                 w.wait()
+            for stream in (w.stdin, w.stdout, w.stderr):
+                if stream is not None:
+                    stream.close()
 
     for w, (out, err) in zip(writers, results, strict=True):
         assert w.returncode == 0, err

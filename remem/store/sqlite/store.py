@@ -321,7 +321,7 @@ class SQLiteStore(SQLiteOps, SQLiteInjections, SQLiteShares, SQLiteAudit, SQLite
             )
         if version == SCHEMA_VERSION:
             return
-        conn.execute(sql.PRAGMA_JOURNAL_MODE_SET)
+        self._use_wal()
         with self.write():
             (version,) = conn.execute(sql.PRAGMA_USER_VERSION).fetchone()
             for number in range(version + 1, SCHEMA_VERSION + 1):
@@ -332,6 +332,20 @@ class SQLiteStore(SQLiteOps, SQLiteInjections, SQLiteShares, SQLiteAudit, SQLite
                     conn.execute(sql.MIGRATE_INSERT_META)
                 conn.execute(sql.PRAGMA_USER_VERSION_SET.format(number=number))
                 log.info("migrated %s to schema %d", self.path, number)
+
+    def _use_wal(self) -> None:
+        """Switch a new file to WAL. SQLite takes the exclusive lock this needs without
+        its busy handler, so a second process opening the same new file at that moment
+        gets "database is locked" at once: wait for it here, up to the busy timeout."""
+        deadline = time.monotonic() + self.busy_timeout_s
+        while True:
+            try:
+                self.conn.execute(sql.PRAGMA_JOURNAL_MODE_SET)
+                return
+            except sqlite3.OperationalError as exc:
+                if "locked" not in str(exc) or time.monotonic() >= deadline:
+                    raise
+                time.sleep(0.02 + random.random() * 0.05)
 
     def _check_embedder(self, embedder: str, dim: int) -> None:
         """Record the embedder in a new store; refuse a store made with another one."""
