@@ -227,6 +227,7 @@ def test_a_failed_load_is_tried_again_only_after_a_while(store: SQLiteStore) -> 
     want = store.fulltext(["billing", "service"], ALICE_ALL, ALL, 10)
     store.fulltext_engine = "index"
     now = [1000.0]
+    store.fulltext_index.tokens.close()
     index = store.fulltext_index = fulltext_module.FulltextIndex(
         warm_rows=1, retry_s=60, clock=lambda: now[0])
     broken = [True]
