@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import importlib.util
 import io
+import json
 from collections.abc import Callable, Iterator
 from pathlib import Path
 
@@ -152,3 +153,25 @@ def test_the_personality_setting_is_kept_shown_and_changed_by_saying_so(mem: Mem
     personas = mem.list(user_id="bob", kinds=["persona"], include_inactive=True)
     assert sorted(p.status for p in personas) == ["active", "superseded"]
     assert "warm" not in mem.context(user_id="carol").core_text  # per user
+
+
+def test_the_team_bench_scores_lessons_and_splits(tmp_path: Path) -> None:
+    from remem.bench.team import grade_lesson, run
+    from remem.organize.team import skill_of
+
+    lesson = {"text": LESSON, "roles": ["backend developer", "frontend developer", "tester"],
+              "after": [["tester", "backend developer"]], "checks": {"tester": ["port tests"]}}
+    assert grade_lesson(lesson, skill_of(LESSON)) == {
+        "learned": True, "roles": True, "order": True, "checks": True}
+    wrong = lesson | {"after": [["frontend developer", "tester"]]}
+    assert grade_lesson(wrong, skill_of(LESSON))["order"] is False
+    data = tmp_path / "teams.jsonl"
+    data.write_text(json.dumps({"id": "t1", "lang": "en", "lessons": [lesson], "requests": [
+        {"text": SIMILAR, "skill": 0}, {"text": "Fix the typo in the README", "skill": None},
+        # labelled wrongly on purpose: the bench must count it as a miss
+        {"text": "Update the changelog for the release", "skill": 0}]}) + "\n")
+    result = run(data)
+    assert result["all"]["learned"] == 1.0 and result["all"]["order"] == 1.0
+    assert result["all"]["split_right"] == 0.5 and result["all"]["false_splits"] == 0
+    assert [e["request"] for e in result["not_right"]] == ["Update the changelog for the release"]
+    assert result["sweep"][0]["threshold"] < result["sweep"][-1]["threshold"]

@@ -88,7 +88,8 @@ class RequestMethods(FacadeBase):
         self._check_open()
         scope = parse_scope(org_id=org_id, user_id=user_id, agent_id=agent_id, project=project)
         body = clean_text(request, "request", self.config.max_text_chars)
-        return team_plan(self.store, self.reader, scope, body)
+        return team_plan(self.store, self.reader, scope, body,
+                         applies_at=self.config.agent.team_applies_at)
 
     def prefetch(self, *, org_id: str | None = None, user_id: str | None = None,
                  agent_id: str | None = None, project: str | None = None,
