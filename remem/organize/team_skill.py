@@ -25,7 +25,8 @@ __all__ = ["RoleStep", "TeamSkill", "read_skill", "skill_of"]
 _EN_HEAD = (r"developers?|devs?|engineers?|testers?|reviewers?|designers?|architects?|writers?|"
             r"analysts?|admins?|administrators?|scientists?|owners?|managers?|leads?|"
             r"specialists?|operators?|approvers?|maintainers?|researchers?|translators?|"
-            r"editors?|auditors?|coordinators?|QA|SRE|DBA|SDET|PM|PO|TPM")
+            r"editors?|auditors?|coordinators?|evaluators?|validators?|annotators?|labell?ers?|"
+            r"consultants?|experts?|planners?|stewards?|QA|SRE|DBA|SDET|PM|PO|TPM")
 #: up to two words before a role noun name it ("server-side", "on-call", "QA", "data")
 _EN_ROLE = re.compile(r"((?:[A-Za-z][\w/+-]*\s+){0,2})\b((?:QA|SRE|DBA|SDET|PM|PO|TPM)\s+(?:"
                       + _EN_HEAD + r")|" + _EN_HEAD + r")\b")
@@ -37,14 +38,15 @@ _EN_NOT_NAME = STOPWORDS | frozenset(
     "pair want wants have has let lets another other same only just after before once when "
     "while until".split())
 _ZH_HEAD = ("工程师|架构师|分析师|设计师|负责人|同学|开发|研发|测试|运维|经理|产品|设计|评审|专员|算法|"
-            "运营|DBA|QA|SRE|PM")
+            "运营|的人|DBA|QA|SRE|PM")
 #: a side of the stack named alone is a role too (后端、前端和测试)
 _ZH_SIDE = re.compile("后端|前端|服务端|客户端|移动端")
 _ZH_ROLE = re.compile(f"(?:{_ZH_HEAD}|{_ZH_SIDE.pattern})")
 #: what comes right before a Chinese role's name (punctuation, a particle, a verb of
 #: assigning or of order), and so never inside the name
-_ZH_STOP = "[\\s、，,：:；;。=＋+/（(给让由找叫和与及跟等是再先把请了后完要个名位配加]|然后|最后|接着|还有|以及"
-_ZH_BOUNDARY = re.compile(f"(?:{_ZH_STOP})$")
+_ZH_STOP = ("[、，,：:；;。=＋+/（(→给让由找叫和与及跟等是再先把请了后完要个名位配加拿跑做看]|然后|最后|接着|"
+            "还有|以及|执行|进行|负责|核对|检查|验证|确认|对照|走查")
+_ZH_BOUNDARY = re.compile(f"(?:{_ZH_STOP}|\\s)$")
 _ZH_INSIDE = re.compile(_ZH_STOP)
 _ZH_NAME_CHARS = re.compile(r"^[\u4e00-\u9fffA-Za-z][\u4e00-\u9fffA-Za-z ]*$")
 
@@ -54,7 +56,9 @@ _EN_BEFORE = re.compile(r"\b(?:before|ahead of)\b", re.I)
 _EN_THEN = re.compile(r"^\W*(?:and\s+)?(?:then|next|after that|afterwards|finally|lastly|"
                       r"last(?:ly)?|second|third)\b", re.I)
 _EN_FIRST = re.compile(r"\b(?:goes|go|comes?|starts?|is)\s+first\b|^\W*first\b|\bfirst\b", re.I)
-_ZH_AFTER = re.compile(r"(?:之后|以后|完成后|好了后|起来后|上线后|就绪后|完了?后|后再|后才|通过后)(?!端)")
+_ZH_AFTER = re.compile(r"(?:之后|以后|完成后|好了后|起来后|上线后|就绪后|完了?后|后再|后才|通过后|"
+                       r"(?<=[\u4e00-\u9fff])完了?(?![成全整善美]))(?!端)")
+_EN_LAST = re.compile(r"\b(?:goes|go|comes?|is)\s+last\b|最后(?:上|来|再)?", re.I)
 _ZH_WAIT = re.compile(r"等")
 _ZH_THEN = re.compile(r"^(?:然后|再|接着|之后|最后|随后|完了|最终)|^.{0,12}?(?:再|才|然后)")
 _ZH_FIRST = re.compile(r"先")
@@ -231,6 +235,15 @@ def _clauses(text: str, lang: str) -> list[str]:
     return out
 
 
+def _order_word(clause: str, start: int, lang: str) -> int:
+    """Where the first word of order after ``start`` is (a new actor may follow it), or
+    the clause's end."""
+    pattern = _ZH_AFTER if lang == "zh" else _EN_AFTER
+    m = pattern.search(clause, start) or re.compile("再|才|然后" if lang == "zh" else
+                                                    r"\bthen\b").search(clause, start)
+    return m.start() if m else len(clause)
+
+
 def _spans(text: str, lang: str) -> list[tuple[int, str]]:
     """Each clause with where it starts in ``text``."""
     out, cursor = [], 0
@@ -247,9 +260,9 @@ def skill_of(text: str, *, memory_id: str = "", version: int = 1) -> TeamSkill |
     lang = "zh" if has_cjk(text) else "en"
     mentions = _mentions(text)
     # what a check names (接口测试, "the API contract") is no role of its own
-    inside = [(at + c.start(1), at + len(clause)) for at, clause in _spans(text, lang)
-              if (c := (_ZH_CHECK if lang == "zh" else _EN_CHECK).search(clause))
-              and any(at <= m[0] < at + c.start() for m in mentions)]
+    inside = [(at + c.start(1), at + _order_word(clause, c.start(1), lang))
+              for at, clause in _spans(text, lang)
+              if (c := (_ZH_CHECK if lang == "zh" else _EN_CHECK).search(clause))]
     roles = _Roles([m for m in mentions if not any(a <= m[0] < b for a, b in inside)])
     if len(roles.names) < 2:
         return None
@@ -262,13 +275,15 @@ def skill_of(text: str, *, memory_id: str = "", version: int = 1) -> TeamSkill |
 
     subject: str | None = None  # the role the clause before was about
     first: str | None = None  # a role said to go first: the next one named waits for it
-    pending: str | None = None  # "once it is merged," said of the role before: the next waits
+    pending: list[str] = []  # "once X is merged,": what the next role named waits for
+    last_names: list[str] = []  # the roles the clause before named
+    last: set[str] = set()  # roles said to go last
     for at, clause in _spans(text, lang):
         cursor = at + len(clause)
         refs = roles.refs(clause)
         names = [n for _, n in refs]
         waiters: list[str] = []  # the roles this clause says wait
-        opened: str | None = None  # "once X is up," : the role the next clause waits for
+        opened: list[str] = []  # "once X is up,": the roles the next clause waits for
         marker = (_ZH_AFTER if lang == "zh" else _EN_AFTER).search(clause)
         waiter = _ZH_WAIT.search(clause) if lang == "zh" else None
         before_word = _EN_BEFORE.search(clause) if lang == "en" else None
@@ -282,8 +297,8 @@ def skill_of(text: str, *, memory_id: str = "", version: int = 1) -> TeamSkill |
             later = [n for at, n in refs if at >= marker.start()]
             if lang == "zh" and "在" in clause[:marker.start()] and len(before) > 1:
                 waiters, earlier = before[:1], before[1:]  # 测试在后端起来之后开始
-            elif lang == "zh":
-                waiters, earlier = later, before  # 后端起来之后测试再开始
+            elif lang == "zh":  # 后端起来之后测试再开始; 两边都好了以后测试再上
+                waiters, earlier = later, before or [n for n in last_names if n not in later]
             elif before:  # the tester starts after the backend is up / does it after that
                 waiters, earlier = before, later or [e for e in (first or subject,) if e]
             elif re.fullmatch(r"\W*(?:and|but|only|then)?\W*", clause[:marker.start()]):
@@ -292,7 +307,7 @@ def skill_of(text: str, *, memory_id: str = "", version: int = 1) -> TeamSkill |
                 if re.search(r"[.!?]\s*$", clause) and subject is not None:
                     waiters, earlier = [subject], later
                 else:
-                    opened = later[0]
+                    opened = later
             else:  # "they don't start until X is done": the role of the clause before
                 waiters, earlier = ([subject] if subject else []), later
             for w in waiters:
@@ -303,12 +318,18 @@ def skill_of(text: str, *, memory_id: str = "", version: int = 1) -> TeamSkill |
             for w in waiters:
                 for e in (n for at, n in refs if at < before_word.start()):
                     wait(w, e)
-        if refs and not waiters:
+        if pending and not refs and subject is not None:
+            for e in pending:  # "..., after X and Y are done, and does ...": the role before
+                wait(subject, e)
+        elif refs and not waiters:
             then = (_ZH_THEN if lang == "zh" else _EN_THEN).search(clause)
-            earlier = pending or (subject if then is not None else first)
-            if earlier is not None and names[0] != earlier:
-                wait(names[0], earlier)
-                first = None
+            earlier = pending or [e for e in (subject if then is not None else first,) if e]
+            for e in earlier:
+                if names[0] != e:
+                    wait(names[0], e)
+                    first = None
+        if refs and _EN_LAST.search(clause):
+            last.add(names[0])
             if (_ZH_FIRST if lang == "zh" else _EN_FIRST).search(clause) and len(set(names)) == 1:
                 first = names[0]
         # a list of checks may run on past a comma, to the end of its sentence
@@ -323,13 +344,18 @@ def skill_of(text: str, *, memory_id: str = "", version: int = 1) -> TeamSkill |
             named_in = [a - check.start(1) for a, _ in refs if a > check.start(1)]
             phrase = phrase[:min(named_in)] if named_in else phrase
             if owner is not None:
-                checks[owner] += [c for c in _checks(phrase, lang)
-                                  if c and c not in checks[owner]]
-        pending = opened or (subject if marker is not None and not refs else None)
-        if refs and opened is None:
+                checks[owner] += [c for c in _checks(phrase, lang) if c not in checks[owner]
+                                  and not set(c.lower().split()) <= _EN_NOT_NAME]
+        pending = opened or ([subject] if subject and marker is not None and not refs else [])
+        if refs:
+            last_names = names
+        if refs and not opened:
             subject = waiters[0] if waiters else names[0]
             if first is not None and subject != first:
                 first = None
+    for name in last:  # "QA goes last": after every other role
+        for other in roles.names:
+            wait(name, other)
     first_at = mentions[0][0]
     when = text[:first_at]
     when = re.split(r"\b(?:needs?|requires?|takes?|gets?|uses?|split|goes|go|pair|want)\b|需要|要|"
