@@ -18,11 +18,13 @@ role).
 
 from __future__ import annotations
 
+from collections.abc import Sequence
+
 import numpy as np
 from pydantic import BaseModel, ConfigDict, Field
 
 from ..extract.heads import Reader
-from ..model import Scope
+from ..model import MemoryItem, Scope
 from ..store.base import Store
 from ..text import content_words, has_cjk
 from .team_skill import RoleStep, TeamSkill, read_skill, skill_of
@@ -67,6 +69,30 @@ def refinement(old: str, new: str) -> str | None:
     return joined
 
 
+def _said_together(found: Sequence[MemoryItem]) -> list[list[MemoryItem]]:
+    """The leader's memories grouped by the turn they came from, in the order they were
+    drawn from it: the memory agent may keep a rule said in several sentences as several
+    memories (the roles in one, the order and checks in the next)."""
+    groups: dict[str, list[MemoryItem]] = {}
+    for m in sorted(found, key=lambda m: m.created_at):
+        groups.setdefault(m.sources[0] if m.sources else m.id, []).append(m)
+    return list(groups.values())
+
+
+def _rule(group: Sequence[MemoryItem]) -> TeamSkill | None:
+    """The skill a group of memories states together, under the id and version of the
+    memory that names the most roles (None when they name fewer than two)."""
+    own = [(s, m) for m in group if (s := read_skill(m)) is not None]
+    if not own:
+        return None
+    _, lead = max(own, key=lambda p: len(p[0].roles))
+    if len(group) == 1:
+        return own[0][0]
+    sep = "。" if has_cjk(lead.text) else ". "
+    text = sep.join(m.text.rstrip("。. ") for m in group)
+    return skill_of(text, memory_id=lead.id, version=lead.version)
+
+
 def _named(skill: TeamSkill) -> set[str]:
     """The words of what a skill is for and of its roles."""
     return content_words(" ".join([skill.when, *(r.role for r in skill.roles)]))
@@ -79,7 +105,7 @@ def team_plan(store: Store, reader: Reader, scope: Scope, request: str, *,
     look = scope.model_copy(update={"nested": True, "session_id": None})
     found = [m for m in store.derived(look, SKILL_KINDS, limit=1000)
              if m.agent_id == scope.agent_id]
-    skills = [s for s in (read_skill(m) for m in found) if s is not None]
+    skills = [s for s in (_rule(group) for group in _said_together(found)) if s is not None]
     if not skills:
         return TeamPlan(request=request, agent_id=scope.agent_id or "")
     # what a skill is for, and the whole rule (its roles say what work it covers)

@@ -190,7 +190,7 @@ class _Roles:
     def refs(self, clause: str) -> list[tuple[int, str]]:
         """Where each role is named in ``clause``, in order."""
         out: dict[int, str] = {}
-        for start, end, name in _mentions(clause):
+        for start, _, name in _mentions(clause):
             known = self.resolve(name)
             if known is not None:
                 out[start] = known
