@@ -102,7 +102,7 @@ class AgentConfig(BaseModel):
                                   "this long leaves the core block until used or seen again")
     relevance_floor: float = Field(0.5, ge=0, le=1, description="share of the best hit's score "
                                    "a hit needs to enter a context block for a query")
-    team_applies_at: float = Field(0.83, ge=0, le=1, description="how close in meaning (cosine) "
+    team_applies_at: float = Field(0.84, ge=0, le=1, description="how close in meaning (cosine) "
                                    "a requirement must be to what a leader's team skill is for "
                                    "for the skill to apply (remem bench team)")
 

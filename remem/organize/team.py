@@ -35,7 +35,7 @@ __all__ = ["RoleStep", "TeamPlan", "TeamSkill", "read_skill", "refinement", "ski
 #: the kinds a leader's splitting rule is kept as
 SKILL_KINDS = ("procedure", "convention", "decision", "preference", "project", "fact", "skill")
 #: how close in meaning a requirement must be to what a skill is for
-APPLIES_AT = 0.83
+APPLIES_AT = 0.84
 
 class TeamPlan(BaseModel):
     """The skills that apply to a requirement, best first (empty: none applies)."""
