@@ -447,3 +447,20 @@ def test_a_query_is_embedded_beside_the_full_text_or_before_it_with_the_same_hit
     here = threading.get_ident()
     assert beside.threads and all(t != here for t in beside.threads)
     assert before.threads and all(t == here for t in before.threads)
+
+
+def test_a_turn_only_next_to_the_answer_never_ranks_above_it(mem: Memory) -> None:
+    # the answer shares no word with an English question (it is in Chinese); the turn
+    # before it is found only as its neighbour, and stays below it
+    turns = [{"role": "user", "content": "I'm on holiday from May 20 to May 31; Bob reviews the PRs"},
+             {"role": "assistant", "content": "Got it. I'll request reviews from Bob between May 20 "
+                                             "and May 31."},
+             {"role": "user", "content": "我们的数据库是 PostgreSQL 16，连接池用 PgBouncer，"
+                                         "每天凌晨三点自动备份。"}]
+    r = mem.add(turns, user_id="alice", session_id="s1")
+    mem.flush()
+    hits = mem.search("what is our database?", user_id="alice", k=3)
+    order = ids(hits)
+    assert order[0] == r.episode_ids[2]
+    neighbour = next(h for h in hits if h.memory.id == r.episode_ids[1])
+    assert "neighbor" in neighbour.channels and neighbour.score <= hits[0].score

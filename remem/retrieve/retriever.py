@@ -40,6 +40,21 @@ class Candidates:
     features: np.ndarray
     bags: dict[int, frozenset[str]] = field(default_factory=dict)
     tokens: dict[int, int] = field(default_factory=dict)
+    #: each turn the neighbour channel found, and the strong hit it is next to
+    seeds: dict[int, int] = field(default_factory=dict)
+
+
+def _below_seeds(scores: dict[int, float], found: Candidates) -> None:
+    """A turn that only sits next to a strong hit (no words of the query, not nearer in
+    meaning than the hit) is the hit's context: it never ranks above it."""
+    for rowid, seed in found.seeds.items():
+        own = found.ranks.get(rowid, {})
+        seed_vector = found.ranks.get(seed, {}).get("vector")
+        if "fulltext" in own or seed not in scores or rowid not in scores:
+            continue
+        if "vector" in own and (seed_vector is None or own["vector"] < seed_vector):
+            continue
+        scores[rowid] = min(scores[rowid], scores[seed] - 1e-6)
 
 
 def _near(a: frozenset[str], b: frozenset[str]) -> bool:
@@ -85,6 +100,7 @@ class Retriever:
             scores = {r: float(p) for r, p in zip(found.rowids, prob, strict=True)}
         else:
             scores = found.fused
+        _below_seeds(scores, found)
         ordered = sorted(found.rowids, key=lambda r: (-scores[r], r))
         items = found.items
         if cfg.diversity > 0:
@@ -191,13 +207,15 @@ class Retriever:
             add("speaker", [r for r in sorted(scores, key=scores.__getitem__, reverse=True)
                             if (roles.get(r) or "").lower() in names])
             reasons["speaker"] = "said by someone the query names"
+        seed_of: dict[int, int] = {}
         if cfg.neighbor_seeds and cfg.weight_neighbor > 0 and scores:
             seeds = sorted(scores, key=scores.__getitem__, reverse=True)[: cfg.neighbor_seeds]
             pairs = self.store.neighbors(seeds, cfg.neighbor_window, scope, filters)
             order = {s: i for i, s in enumerate(seeds)}
             # a turn next to several seeds counts once, at its best seed's rank
-            add("neighbor", list(dict.fromkeys(
-                n for n, _ in sorted(pairs, key=lambda p: order[p[1]]))))
+            for n, seed in sorted(pairs, key=lambda p: order[p[1]]):
+                seed_of.setdefault(n, seed)
+            add("neighbor", list(seed_of))
             reasons["neighbor"] = "next to a strong hit in the same conversation"
         if cfg.weight_graph > 0 and scores:
             seeds = sorted(scores, key=scores.__getitem__, reverse=True)[: max(cfg.neighbor_seeds, 5)]
@@ -220,7 +238,8 @@ class Retriever:
         features = feature_matrix(plan, pool, items, ranks, scores, bm25, cosine,
                                   bags=bags, tokens=tokens)
         return Candidates(plan, pool, items, {r: ranks[r] for r in pool},
-                          {r: scores[r] for r in pool}, reasons, features, bags, tokens)
+                          {r: scores[r] for r in pool}, reasons, features, bags, tokens,
+                          {r: s for r, s in seed_of.items() if r in items and s in items})
 
     def _early(self, rowids: list[int]) -> dict[int, tuple[MemoryItem, frozenset[str], int]]:
         """Rows with their words and token estimates, read ahead of need."""
