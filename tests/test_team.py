@@ -175,3 +175,23 @@ def test_the_team_bench_scores_lessons_and_splits(tmp_path: Path) -> None:
     assert result["all"]["split_right"] == 0.5 and result["all"]["false_splits"] == 0
     assert [e["request"] for e in result["not_right"]] == ["Update the changelog for the release"]
     assert result["sweep"][0]["threshold"] < result["sweep"][-1]["threshold"]
+
+
+@pytest.mark.parametrize(("rule", "waits"), [
+    ("Infra changes get an SRE and a DBA. The DBA waits for the SRE.", {"dba": ["sre"]}),
+    ("First the designer mocks it up, then a frontend engineer builds it, and the QA "
+     "tester goes last.", {"frontend-engineer": ["designer"],
+                           "qa-tester": ["designer", "frontend-engineer"]}),
+    ("Release work: a mobile dev packages the build; once the build is out, a QA tester "
+     "runs the regression suite.", {"qa-tester": ["mobile-dev"]}),
+    ("数据需求交给数据开发和数据测试，数据测试等数据开发改完再上。", {"数据测试": ["数据开发"]}),
+    ("安全修复：先让安全工程师确认，确认完了后端开发再修，修好之后由发布工程师上线。",
+     {"后端开发": ["安全工程师"], "发布工程师": ["后端开发"]}),
+])
+def test_the_order_of_roles_is_read_however_it_is_said(rule: str, waits: dict[str, list[str]]) -> None:
+    from remem.organize.team import skill_of
+
+    skill = skill_of(rule)
+    assert skill is not None
+    got = {r.agent_id: sorted(r.after) for r in skill.roles if r.after}
+    assert got == {k: sorted(v) for k, v in waits.items()}

@@ -190,18 +190,18 @@ class _Roles:
     def refs(self, clause: str) -> list[tuple[int, str]]:
         """Where each role is named in ``clause``, in order."""
         out: dict[int, str] = {}
-        for start, _, name in _mentions(clause):
+        spans = []
+        for start, end, name in _mentions(clause):
             known = self.resolve(name)
             if known is not None:
                 out[start] = known
-        taken = [(a, a + 1) for a in out]
+                spans.append((start, end))
         for word, name in self.words().items():
             pattern = re.escape(word) + (r"\w*" if word.isascii() else "")
             for m in re.finditer(pattern, clause, re.I):
                 if word.isascii() and m.start() > 0 and clause[m.start() - 1].isalnum():
                     continue
-                if not any(abs(m.start() - a) < 3 or a <= m.start() < b + 12 for a, b in taken
-                           if out.get(a) == name):
+                if not any(a <= m.start() < b for a, b in spans):  # not inside a full mention
                     out.setdefault(m.start(), name)
         return sorted(out.items())
 
@@ -328,10 +328,10 @@ def skill_of(text: str, *, memory_id: str = "", version: int = 1) -> TeamSkill |
                 if names[0] != e:
                     wait(names[0], e)
                     first = None
-        if refs and _EN_LAST.search(clause):
-            last.add(names[0])
             if (_ZH_FIRST if lang == "zh" else _EN_FIRST).search(clause) and len(set(names)) == 1:
                 first = names[0]
+        if refs and _EN_LAST.search(clause):
+            last.add(names[0])
         # a list of checks may run on past a comma, to the end of its sentence
         end = re.compile(r"[.;。；!?！？](?:\s|$)").search(text, cursor)
         rest = "" if lang == "zh" or re.search(r"[.;!?]\s*$", clause) else \
