@@ -15,7 +15,8 @@ split it (its index) or ``null`` when none should::
 
 Each team gets a fresh store; each lesson is said to the leader through ``Memory.add``
 and the memory agent, and each requirement is asked through ``Memory.plan``. A lesson is
-*learned* when a memory of the leader reads as a skill; its roles are right when each
+*learned* when what the leader kept of it (the memories of its turn, read together as
+``Memory.plan`` reads them) reads as a skill; its roles are right when each
 labelled role is matched by one read role (one name contains the other, spaces and case
 aside), its order when the labelled waits are exactly the read ones, its checks when each
 labelled check's words are in one read check of that role. A requirement is *split right*
@@ -35,7 +36,7 @@ from typing import Any
 from .. import Memory
 from ..config import Config
 from ..errors import ValidationError
-from ..organize.team import TeamSkill, skill_of
+from ..organize.team import TeamSkill, read_rule, said_together
 from ..text import content_words
 
 __all__ = ["load", "run"]
@@ -130,7 +131,8 @@ def _learn(m: Memory, lessons: list[dict[str, Any]]) -> tuple[dict[str, int], li
         m.flush()
         new = [i for i in m.list(agent_id="leader", include_inactive=False, limit=1000, **_TEAM)
                if i.agent_id == "leader" and i.id not in owner]
-        read = [s for s in (skill_of(i.text) for i in new) if s is not None]
+        # read as Memory.plan reads them: what one turn became, as one rule
+        read = [s for s in map(read_rule, said_together(new)) if s is not None]
         owner.update({i.id: n for i in new})
         skills.append(max(read, key=lambda s: len(s.roles)) if read else None)
     return owner, skills

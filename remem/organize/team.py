@@ -29,8 +29,8 @@ from ..store.base import Store
 from ..text import content_words, has_cjk
 from .team_skill import RoleStep, TeamSkill, read_skill, skill_of
 
-__all__ = ["RoleStep", "TeamPlan", "TeamSkill", "read_skill", "refinement", "skill_of",
-           "team_plan"]
+__all__ = ["RoleStep", "TeamPlan", "TeamSkill", "read_rule", "read_skill", "refinement",
+           "said_together", "skill_of", "team_plan"]
 
 #: the kinds a leader's splitting rule is kept as
 SKILL_KINDS = ("procedure", "convention", "decision", "preference", "project", "fact", "skill")
@@ -69,7 +69,7 @@ def refinement(old: str, new: str) -> str | None:
     return joined
 
 
-def _said_together(found: Sequence[MemoryItem]) -> list[list[MemoryItem]]:
+def said_together(found: Sequence[MemoryItem]) -> list[list[MemoryItem]]:
     """The leader's memories grouped by the turn they came from, in the order they were
     drawn from it: the memory agent may keep a rule said in several sentences as several
     memories (the roles in one, the order and checks in the next)."""
@@ -79,7 +79,7 @@ def _said_together(found: Sequence[MemoryItem]) -> list[list[MemoryItem]]:
     return list(groups.values())
 
 
-def _rule(group: Sequence[MemoryItem]) -> TeamSkill | None:
+def read_rule(group: Sequence[MemoryItem]) -> TeamSkill | None:
     """The skill a group of memories states together, under the id and version of the
     memory that names the most roles (None when they name fewer than two)."""
     own = [(s, m) for m in group if (s := read_skill(m)) is not None]
@@ -105,7 +105,7 @@ def team_plan(store: Store, reader: Reader, scope: Scope, request: str, *,
     look = scope.model_copy(update={"nested": True, "session_id": None})
     found = [m for m in store.derived(look, SKILL_KINDS, limit=1000)
              if m.agent_id == scope.agent_id]
-    skills = [s for s in (_rule(group) for group in _said_together(found)) if s is not None]
+    skills = [s for s in (read_rule(group) for group in said_together(found)) if s is not None]
     if not skills:
         return TeamPlan(request=request, agent_id=scope.agent_id or "")
     # what a skill is for, and the whole rule (its roles say what work it covers)
