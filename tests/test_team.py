@@ -12,9 +12,10 @@ from pathlib import Path
 
 import pytest
 from server_support import service
-from standin_chat import StandInChatServer, answer
+from standin_chat import Reply, StandInChatServer, answer
 
-from remem import Memory
+from remem import Config, Memory
+from remem.config import AgentConfig
 from remem.llm import ChatClient
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -195,3 +196,37 @@ def test_the_order_of_roles_is_read_however_it_is_said(rule: str, waits: dict[st
     assert skill is not None
     got = {r.agent_id: sorted(r.after) for r in skill.roles if r.after}
     assert got == {k: sorted(v) for k, v in waits.items()}
+
+
+def _with_model(open_memory: Callable[..., Memory], server: StandInChatServer) -> Memory:
+    config = Config(agent=AgentConfig(planner="llm", llm_base_url=server.base_url,
+                                      llm_model="stand-in", llm_attempts=2))
+    m = open_memory(config=config)
+    m.add(LESSON, agent_id="leader", **TEAM)
+    m.flush()
+    return m
+
+
+def test_a_configured_model_judges_which_rules_cover_a_requirement(
+        open_memory: Callable[..., Memory], chat: Callable[..., StandInChatServer]) -> None:
+    # worded unlike the rule: the encoder alone does not take it for a full-stack requirement
+    signup = "We need a signup page plus the endpoint behind it"
+    server = chat([answer({"applies": [1]}), Reply(content="no idea"), answer({"applies": []})])
+    m = _with_model(open_memory, server)
+    plan = m.plan(signup, **TEAM)
+    assert plan.judged_by == "llm" and _roles(plan)["tester"][0] == ["backend-developer"]
+    sent = server.messages(0)[1]["content"]
+    assert json.dumps(signup) in sent and "backend developer" in sent  # the data, quoted
+    # an answer that is no JSON is sent back once with what was wrong
+    typo = m.plan("Fix the typo in the README", **TEAM)
+    assert typo.judged_by == "llm" and typo.skills == []
+    assert "not usable" in server.messages(2)[-1]["content"]
+
+
+def test_a_model_that_cannot_judge_leaves_the_choice_to_the_encoder(
+        open_memory: Callable[..., Memory], chat: Callable[..., StandInChatServer]) -> None:
+    server = chat([answer({"applies": [7]}), answer({"rules": "all"})])
+    m = _with_model(open_memory, server)
+    plan = m.plan(SIMILAR, **TEAM)
+    assert plan.judged_by == "encoder" and _roles(plan)["tester"][0] == ["backend-developer"]
+    assert len(server.requests) == 2  # both attempts used, then the encoder

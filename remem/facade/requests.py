@@ -14,6 +14,7 @@ from ..extract.plan_factory import Planner, create_planner
 from ..govern.provenance import check_door
 from ..model import MemoryItem
 from ..organize.team import TeamPlan, team_plan
+from ..organize.team_llm import LLMSkillJudge
 from ..schedule import Trigger, TriggerEvent, prefetch
 from ..schedule.orchestrate import DoResult, Executor
 from ..schedule.reminders import due_reminders, open_reminders, settle_reminder
@@ -84,11 +85,17 @@ class RequestMethods(FacadeBase):
         """The team skills of ``agent_id`` (the leader) that apply to ``request``, each
         with its proposed split: roles (agent ids), their order, dependencies and checks;
         empty when none applies. Skills are learned from what the user tells the leader
-        (see :mod:`remem.organize.team`)."""
+        (see :mod:`remem.organize.team`). When a chat model plans requests
+        (``agent.planner``), it also judges which rules cover the requirement
+        (``judged_by``); otherwise the bundled encoder does."""
         self._check_open()
         scope = parse_scope(org_id=org_id, user_id=user_id, agent_id=agent_id, project=project)
         body = clean_text(request, "request", self.config.max_text_chars)
-        return team_plan(self.store, self.reader, scope, body,
+        # the chat model that plans requests, when one is configured, judges which rules apply
+        client = getattr(self.planner, "client", None)
+        judge = LLMSkillJudge(client, attempts=self.config.agent.llm_attempts) \
+            if client is not None else None
+        return team_plan(self.store, self.reader, scope, body, judge=judge,
                          applies_at=self.config.agent.team_applies_at)
 
     def prefetch(self, *, org_id: str | None = None, user_id: str | None = None,

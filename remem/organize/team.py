@@ -18,19 +18,24 @@ role).
 
 from __future__ import annotations
 
+import logging
 from collections.abc import Sequence
+from typing import Protocol
 
 import numpy as np
 from pydantic import BaseModel, ConfigDict, Field
 
+from ..errors import RememError
 from ..extract.heads import Reader
 from ..model import MemoryItem, Scope
 from ..store.base import Store
 from ..text import content_words, has_cjk
 from .team_skill import RoleStep, TeamSkill, read_skill, skill_of
 
-__all__ = ["RoleStep", "TeamPlan", "TeamSkill", "read_rule", "read_skill", "refinement",
-           "said_together", "skill_of", "team_plan"]
+__all__ = ["RoleStep", "SkillJudge", "TeamPlan", "TeamSkill", "read_rule", "read_skill",
+           "refinement", "said_together", "skill_of", "team_plan"]
+
+log = logging.getLogger(__name__)
 
 #: the kinds a leader's splitting rule is kept as
 SKILL_KINDS = ("procedure", "convention", "decision", "preference", "project", "fact", "skill")
@@ -45,6 +50,8 @@ class TeamPlan(BaseModel):
     request: str
     agent_id: str
     skills: list[TeamSkill] = Field(default_factory=list)
+    judged_by: str = Field("encoder", description="what chose the skills: 'encoder' (near in "
+                           "meaning and naming something the rule names) or 'llm'")
 
 
 def _shape(skill: TeamSkill) -> set[tuple[str, tuple[str, ...], tuple[str, ...]]]:
@@ -98,10 +105,18 @@ def _named(skill: TeamSkill) -> set[str]:
     return content_words(" ".join([skill.when, *(r.role for r in skill.roles)]))
 
 
+class SkillJudge(Protocol):
+    """Says which rules apply to a requirement (:class:`~.team_llm.LLMSkillJudge`)."""
+
+    def applies(self, request: str, skills: Sequence[TeamSkill]) -> list[int]: ...
+
+
 def team_plan(store: Store, reader: Reader, scope: Scope, request: str, *,
-              applies_at: float = APPLIES_AT) -> TeamPlan:
+              applies_at: float = APPLIES_AT, judge: SkillJudge | None = None) -> TeamPlan:
     """The leader's skills (in ``scope``, its agent id among them) that apply to
-    ``request``, best first."""
+    ``request``, best first: chosen by ``judge`` when given (a chat model), else by the
+    encoder's nearness (``applies_at``) and a word the rule names. A judge that fails
+    leaves the choice to the encoder, and the plan says so (``judged_by``)."""
     look = scope.model_copy(update={"nested": True, "session_id": None})
     found = [m for m in store.derived(look, SKILL_KINDS, limit=1000)
              if m.agent_id == scope.agent_id]
@@ -111,6 +126,15 @@ def team_plan(store: Store, reader: Reader, scope: Scope, request: str, *,
     # what a skill is for, and the whole rule (its roles say what work it covers)
     scores = np.maximum(reader.similarity([s.when for s in skills], request),
                         reader.similarity([s.text for s in skills], request))
+    if judge is not None:
+        try:
+            chosen = judge.applies(request, skills)
+        except RememError as exc:
+            log.warning("team plan: the model could not judge (%s); the encoder chooses", exc)
+        else:
+            return TeamPlan(request=request, agent_id=scope.agent_id or "", judged_by="llm",
+                            skills=[skills[n].model_copy(update={"score": round(float(scores[n]), 3)})
+                                    for n in chosen])
     # near in meaning is not enough (short texts in one language all look alike to the
     # encoder): the requirement must also name something the rule names
     asked = content_words(request)
