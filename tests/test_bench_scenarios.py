@@ -7,6 +7,7 @@ import json
 import re
 from pathlib import Path
 
+import pytest
 from typer.testing import CliRunner
 
 from remem.bench.scenarios import contains, load
@@ -87,3 +88,19 @@ def test_the_memory_that_replaced_an_old_value_may_name_it_without_counting_as_s
     data = json.loads(result.stdout)
     assert data["failures"] == []
     assert data["headline"]["updates_superseded"] == 1.0
+
+
+def test_a_bad_line_of_a_labelled_file_is_named(tmp_path: Path) -> None:
+    from remem.bench import team
+    from remem.errors import ValidationError
+
+    data = tmp_path / "teams.jsonl"
+    good = {"id": "t", "lang": "en", "requests": [{"text": "ship it", "skill": 0}],
+            "lessons": [{"text": "a dev and a tester", "roles": ["dev", "tester"]}]}
+    data.write_text(json.dumps(good) + "\n\n" + json.dumps(good | {"requests": [
+        {"text": "ship it", "skill": 3}]}) + "\n")
+    with pytest.raises(ValidationError, match=r"line 3: skill 3 is not a lesson's index"):
+        team.load(data)
+    data.write_text("[1, 2]\n")
+    with pytest.raises(ValidationError, match="line 1: expected a JSON object"):
+        load(data)

@@ -13,7 +13,6 @@ is one candidate memory with the turns it was proposed from and a label: ``suppo
 
 from __future__ import annotations
 
-import json
 import time
 from collections import defaultdict
 from datetime import datetime
@@ -21,33 +20,27 @@ from pathlib import Path
 from typing import Any
 
 from ..embed import Embedder
-from ..errors import ConfigError
 from ..extract.base import Candidate, EpisodeIn, ground
+from .labelled import read_labelled
 
 __all__ = ["LABELS", "load", "run"]
 
 LABELS = ("supported", "unsupported", "wrong_subject")
 
 
+def _check(row: dict[str, Any]) -> None:
+    if row["label"] not in LABELS:
+        raise ValueError(f"label {row['label']!r} is not one of {', '.join(LABELS)}")
+    row["_episodes"] = [
+        EpisodeIn(id=t["id"], text=t["text"], role=t.get("speaker"),
+                  event_time=datetime.fromisoformat(t["time"]) if t.get("time") else None,
+                  session_id=row["id"]) for t in row["turns"]]
+    row["_candidate"] = Candidate(rule="corpus", **row["candidate"])
+
+
 def load(data: str | Path) -> list[dict[str, Any]]:
     """The corpus lines, checked: a malformed line is a clear error naming it."""
-    rows = []
-    for n, line in enumerate(Path(data).read_text(encoding="utf-8").splitlines(), 1):
-        if not line.strip():
-            continue
-        try:
-            row = json.loads(line)
-            if row["label"] not in LABELS:
-                raise ValueError(f"label {row['label']!r} is not one of {', '.join(LABELS)}")
-            row["_episodes"] = [
-                EpisodeIn(id=t["id"], text=t["text"], role=t.get("speaker"),
-                          event_time=datetime.fromisoformat(t["time"]) if t.get("time") else None,
-                          session_id=row["id"]) for t in row["turns"]]
-            row["_candidate"] = Candidate(rule="corpus", **row["candidate"])
-        except (KeyError, TypeError, ValueError) as exc:
-            raise ConfigError(f"{data}: line {n} is not a grounding case: {exc}") from exc
-        rows.append(row)
-    return rows
+    return read_labelled(data, _check)
 
 
 def _figures(rows: list[tuple[dict[str, Any], bool]]) -> dict[str, Any]:

@@ -26,7 +26,6 @@ has it.
 
 from __future__ import annotations
 
-import json
 import re
 import statistics
 import time
@@ -35,10 +34,10 @@ from datetime import datetime
 from pathlib import Path
 from typing import Any
 
-from ..errors import ValidationError
 from ..extract.plan import OPERATORS, Step
 from ..extract.plan_factory import Planner
 from ..text import content_words
+from .labelled import read_labelled
 
 __all__ = ["load", "run", "step_matches"]
 
@@ -47,23 +46,17 @@ _MONTHS = frozenset("january february march april may june july august september
                     "november december".split())
 
 
+def _check(case: dict[str, Any]) -> None:
+    for step in case["steps"]:
+        Step.model_validate(step)
+    datetime.fromisoformat(case["now"])
+    if case.get("split") not in ("dev", "heldout") or not case.get("request"):
+        raise ValueError("needs a split (dev or heldout) and a request")
+
+
 def load(path: str | Path) -> list[dict[str, Any]]:
     """The labelled requests of a file; ValidationError naming the line of a bad one."""
-    out = []
-    for n, line in enumerate(Path(path).read_text(encoding="utf-8").splitlines(), 1):
-        if not line.strip():
-            continue
-        try:
-            case = json.loads(line)
-            for step in case["steps"]:
-                Step.model_validate(step)
-            datetime.fromisoformat(case["now"])
-            if case.get("split") not in ("dev", "heldout") or not case.get("request"):
-                raise ValueError("needs a split (dev or heldout) and a request")
-        except (ValueError, KeyError, TypeError) as exc:
-            raise ValidationError("data", f"{path}, line {n}: {exc}") from None
-        out.append(case)
-    return out
+    return read_labelled(path, _check)
 
 
 def _words(text: str | None) -> set[str]:

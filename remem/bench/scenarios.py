@@ -21,7 +21,6 @@ still in the block.
 
 from __future__ import annotations
 
-import json
 import re
 import sys
 import tempfile
@@ -34,20 +33,14 @@ from ..config import Config
 from ..memory import Memory
 from ..model import MemoryItem
 from .explain import STAGES, stage
+from .labelled import read_labelled
 
 __all__ = ["contains", "load", "probe", "run"]
 
 
 def load(path: str | Path) -> list[dict[str, Any]]:
-    """The scenarios of a JSONL file."""
-    out = []
-    for n, line in enumerate(Path(path).read_text(encoding="utf-8").splitlines(), 1):
-        if line.strip():
-            try:
-                out.append(json.loads(line))
-            except json.JSONDecodeError as exc:
-                raise ValueError(f"{path}:{n}: not JSON: {exc}") from exc
-    return out
+    """The scenarios of a JSONL file; ValidationError naming the line of a bad one."""
+    return read_labelled(path)
 
 
 def contains(text: str, want: str) -> bool:

@@ -27,7 +27,6 @@ what every ``agent.team_applies_at`` would have given.
 
 from __future__ import annotations
 
-import json
 import tempfile
 from collections.abc import Iterable
 from pathlib import Path
@@ -35,9 +34,9 @@ from typing import Any
 
 from .. import Memory
 from ..config import Config
-from ..errors import ValidationError
 from ..organize.team import TeamSkill, read_rule, said_together
 from ..text import content_words
+from .labelled import read_labelled
 
 __all__ = ["load", "run"]
 
@@ -45,33 +44,27 @@ _TEAM = {"user_id": "lead-user", "project": "team"}
 SWEEP = (0.70, 0.75, 0.78, 0.80, 0.82, 0.83, 0.84, 0.85, 0.86, 0.88, 0.90)
 
 
+def _check(case: dict[str, Any]) -> None:
+    lessons = case["lessons"]
+    for lesson in lessons:
+        roles = lesson["roles"]
+        named = set(roles)
+        if not lesson["text"] or len(roles) < 2:
+            raise ValueError("a lesson needs its text and at least two roles")
+        if any(r not in named for pair in lesson.get("after", []) for r in pair) \
+                or any(r not in named for r in lesson.get("checks", {})):
+            raise ValueError("'after' and 'checks' may name only the lesson's roles")
+    for request in case["requests"]:
+        skill = request["skill"]
+        if skill is not None and not 0 <= int(skill) < len(lessons):
+            raise ValueError(f"skill {skill} is not a lesson's index")
+        if not request["text"]:
+            raise ValueError("a request needs its text")
+
+
 def load(path: str | Path) -> list[dict[str, Any]]:
     """The labelled teams of a file; ValidationError naming the line of a bad one."""
-    out = []
-    for n, line in enumerate(Path(path).read_text(encoding="utf-8").splitlines(), 1):
-        if not line.strip():
-            continue
-        try:
-            case = json.loads(line)
-            lessons = case["lessons"]
-            for lesson in lessons:
-                roles = lesson["roles"]
-                named = set(roles)
-                if not lesson["text"] or len(roles) < 2:
-                    raise ValueError("a lesson needs its text and at least two roles")
-                if any(r not in named for pair in lesson.get("after", []) for r in pair) \
-                        or any(r not in named for r in lesson.get("checks", {})):
-                    raise ValueError("'after' and 'checks' may name only the lesson's roles")
-            for request in case["requests"]:
-                skill = request["skill"]
-                if skill is not None and not 0 <= int(skill) < len(lessons):
-                    raise ValueError(f"skill {skill} is not a lesson's index")
-                if not request["text"]:
-                    raise ValueError("a request needs its text")
-        except (ValueError, KeyError, TypeError) as exc:
-            raise ValidationError("data", f"{path}, line {n}: {exc}") from None
-        out.append(case)
-    return out
+    return read_labelled(path, _check)
 
 
 def _key(name: str) -> str:
