@@ -193,3 +193,22 @@ def test_searching_while_another_thread_writes(open_memory: Callable[..., Memory
         stop.set()
         t.join()
     assert errors == []
+
+
+def test_a_new_file_another_process_is_creating_is_opened_once_it_is_free(tmp_path: Path) -> None:
+    # another connection holds the write lock of the new file (as a second process creating
+    # the same store does): switching it to WAL fails at once with "database is locked",
+    # which SQLite does not wait for by itself; the store waits, then opens it
+    path = tmp_path / "new.db"
+    other = sqlite3.connect(path, isolation_level=None, check_same_thread=False)
+    other.execute("BEGIN IMMEDIATE")
+    release = threading.Timer(0.3, other.execute, ("COMMIT",))
+    release.start()
+    try:
+        with Memory(path, config=Config(embedder="hash")) as m:
+            m.add("We deploy with make ship", user_id="alice")
+            assert m.list(user_id="alice", include_episodes=True)
+        assert sqlite3.connect(path).execute("PRAGMA journal_mode").fetchone() == ("wal",)
+    finally:
+        release.join()
+        other.close()
