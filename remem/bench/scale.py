@@ -197,7 +197,7 @@ def run(n: int = 100_000, queries: int = 200, progress: bool = True, embed: bool
             others = [m for name, m in paths.items() if name != "scoped"]
             loaded = {}
             for name, m in paths.items():
-                if hasattr(m.store, "fulltext_index"):
+                if getattr(m.store, "fulltext_index", None) is not None:
                     m.store.fulltext_index.warm_rows = n + 1  # load the index here, in the timed warm-up
                 t0 = time.perf_counter()
                 m.search("warm up", user_id="scale0")  # loads the vectors, starts any graph

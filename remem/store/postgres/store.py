@@ -115,7 +115,8 @@ class PostgresStore(PostgresOps, PostgresInjections, PostgresShares, PostgresAud
         if fulltext not in _ENGINES:
             raise ValidationError("fulltext", f"{fulltext!r} is not one of {', '.join(_ENGINES)}")
         self.fulltext_engine = fulltext
-        self.fulltext_index = FulltextIndex()
+        #: the in-memory full-text index (None when full text is ranked in SQL)
+        self.fulltext_index = FulltextIndex() if self.fulltext_engine == "index" else None
         self._fulltext_rows = _FulltextRows(self)
         self.url = url
         self.path = masked(url)
@@ -256,7 +257,8 @@ class PostgresStore(PostgresOps, PostgresInjections, PostgresShares, PostgresAud
         pool = getattr(self, "_pool", None)
         if pool is not None:
             pool.close()
-        self.fulltext_index.tokens.close()
+        if self.fulltext_index is not None:
+            self.fulltext_index.tokens.close()
 
     # --- schema -----------------------------------------------------------------------
 
@@ -628,7 +630,8 @@ class PostgresStore(PostgresOps, PostgresInjections, PostgresShares, PostgresAud
         the neighbouring turns count ``context_weight`` as much. The scope wall and the
         filters are inside the query."""
         terms = [t for t in terms if t.strip()]
-        if self.fulltext_engine == "index" and getattr(self._local, "conn", None) is None:
+        if self.fulltext_engine == "index" and self.fulltext_index is not None \
+                and getattr(self._local, "conn", None) is None:
             found = self.fulltext_index.answer(self._fulltext_rows, terms, scope, limit, context_weight,
                                                lambda ids: self.accept(ids, scope, filters))
             if found is not None:

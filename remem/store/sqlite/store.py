@@ -162,7 +162,8 @@ class SQLiteStore(SQLiteOps, SQLiteInjections, SQLiteShares, SQLiteAudit, SQLite
             if vector_index == "flat" else VectorIndex(
                 dim, ann_threshold=ann_threshold,
                 graph_dir=None if self._uri else graph_dir(self.path))
-        self.fulltext_index = FulltextIndex()
+        #: the in-memory full-text index (None when full text is ranked in SQL)
+        self.fulltext_index = FulltextIndex() if self.fulltext_engine == "index" else None
         self._fulltext_rows = _FulltextRows(self)
 
     @staticmethod
@@ -709,7 +710,8 @@ class SQLiteStore(SQLiteOps, SQLiteInjections, SQLiteShares, SQLiteAudit, SQLite
         """
         if not terms:
             return []
-        if self.fulltext_engine == "index" and not self.conn.in_transaction:
+        if self.fulltext_engine == "index" and self.fulltext_index is not None \
+                and not self.conn.in_transaction:
             found = self.fulltext_index.answer(self._fulltext_rows, terms, scope, limit, context_weight,
                                                lambda ids: self.accept(ids, scope, filters))
             if found is not None:
