@@ -22,14 +22,18 @@ from ..text import STOPWORDS, clauses, has_cjk
 
 __all__ = ["RoleStep", "TeamSkill", "read_skill", "skill_of"]
 
-_EN_HEAD = (r"developers?|devs?|engineers?|testers?|reviewers?|designers?|architects?|writers?|"
-            r"analysts?|admins?|administrators?|scientists?|owners?|managers?|leads?|"
+_EN_NOUN = (r"(?i:developers?|devs?|engineers?|testers?|reviewers?|designers?|architects?|"
+            r"writers?|analysts?|admins?|administrators?|scientists?|owners?|managers?|leads?|"
             r"specialists?|operators?|approvers?|maintainers?|researchers?|translators?|"
             r"editors?|auditors?|coordinators?|evaluators?|validators?|annotators?|labell?ers?|"
-            r"consultants?|experts?|planners?|stewards?|QA|SRE|DBA|SDET|PM|PO|TPM")
+            r"consultants?|experts?|planners?|stewards?|officers?|counsel|lawyers?|"
+            r"accountants?)")
+#: acronyms are role nouns only in capitals ("3 pm" is a time)
+_EN_ACRONYMS = "QA|SRE|DBA|SDET|PM|PO|TPM"
+_EN_HEAD = f"{_EN_NOUN}|{_EN_ACRONYMS}"
 #: up to two words before a role noun name it ("server-side", "on-call", "QA", "data")
-_EN_ROLE = re.compile(r"((?:[A-Za-z][\w/+-]*\s+){0,2})\b((?:QA|SRE|DBA|SDET|PM|PO|TPM)\s+(?:"
-                      + _EN_HEAD + r")|" + _EN_HEAD + r")\b")
+_EN_ROLE = re.compile(r"((?:[A-Za-z][\w/+-]*\s+){0,2})\b((?:" + _EN_ACRONYMS + r")\s+(?:"
+                      + _EN_NOUN + r")|" + _EN_HEAD + r")\b")
 _EN_ACRONYM = frozenset("QA SRE DBA SDET PM PO TPM".split())
 #: words that end the name before a role noun (determiners, verbs of assigning, numbers)
 _EN_NOT_NAME = STOPWORDS | frozenset(
@@ -38,10 +42,12 @@ _EN_NOT_NAME = STOPWORDS | frozenset(
     "pair want wants have has let lets another other same only just after before once when "
     "while until".split())
 _ZH_HEAD = ("工程师|架构师|分析师|设计师|负责人|同学|开发|研发|测试|运维|经理|产品|设计|评审|专员|算法|"
-            "运营|的人|DBA|QA|SRE|PM")
+            "运营|翻译|法务|财务|风控|客服|审计|律师|的人|那边|这边|DBA|QA|SRE|PM")
 #: a side of the stack named alone is a role too (后端、前端和测试)
 _ZH_SIDE = re.compile("后端|前端|服务端|客户端|移动端")
 _ZH_ROLE = re.compile(f"(?:{_ZH_HEAD}|{_ZH_SIDE.pattern})")
+#: words that name a role only after its name (测试同学, 财务那边)
+_ZH_AFTER_NAME = re.compile("那边|这边|同学|的人")
 #: what comes right before a Chinese role's name (punctuation, a particle, a verb of
 #: assigning or of order), and so never inside the name
 _ZH_STOP = ("[、，,：:；;。=＋+/（(→给让由找叫和与及跟等是再先把请了后完要个名位配加拿跑做看]|然后|最后|接着|"
@@ -141,6 +147,9 @@ def _mentions(text: str) -> list[tuple[int, int, str]]:
         if merged and start < merged[-1][1]:  # overlapping: keep the longer
             if end - start > merged[-1][1] - merged[-1][0]:
                 merged[-1] = (start, end, name)
+            continue
+        if merged and start == merged[-1][1] and _ZH_AFTER_NAME.fullmatch(name):
+            merged[-1] = (merged[-1][0], end, merged[-1][2])  # 安全工程师那边: the same role
             continue
         merged.append((start, end, name))
     return merged
@@ -263,7 +272,9 @@ def skill_of(text: str, *, memory_id: str = "", version: int = 1) -> TeamSkill |
     inside = [(at + c.start(1), at + _order_word(clause, c.start(1), lang))
               for at, clause in _spans(text, lang)
               if (c := (_ZH_CHECK if lang == "zh" else _EN_CHECK).search(clause))]
-    roles = _Roles([m for m in mentions if not any(a <= m[0] < b for a, b in inside)])
+    # (in Chinese only what ends in 测试 is in doubt: 做后端的 is a role after 做)
+    roles = _Roles([m for m in mentions if not any(a <= m[0] < b for a, b in inside)
+                    or (lang == "zh" and not m[2].endswith("测试"))])
     if len(roles.names) < 2:
         return None
     after: dict[str, list[str]] = {name: [] for name in roles.names}
