@@ -27,14 +27,14 @@ _EN_NOUN = (r"(?i:developers?|devs?|engineers?|testers?|reviewers?|designers?|ar
             r"specialists?|operators?|approvers?|maintainers?|researchers?|translators?|"
             r"editors?|auditors?|coordinators?|evaluators?|validators?|annotators?|labell?ers?|"
             r"consultants?|experts?|planners?|stewards?|officers?|counsel|lawyers?|"
-            r"accountants?)")
+            r"accountants?|teams?|squads?|devops)")
 #: acronyms are role nouns only in capitals ("3 pm" is a time)
-_EN_ACRONYMS = "QA|SRE|DBA|SDET|PM|PO|TPM"
+_EN_ACRONYMS = "QA|SRE|DBA|SDET|PM|PO|TPM|TL"
 _EN_HEAD = f"{_EN_NOUN}|{_EN_ACRONYMS}"
 #: up to two words before a role noun name it ("server-side", "on-call", "QA", "data")
 _EN_ROLE = re.compile(r"((?:[A-Za-z][\w/+-]*\s+){0,2})\b((?:" + _EN_ACRONYMS + r")\s+(?:"
                       + _EN_NOUN + r")|" + _EN_HEAD + r")\b")
-_EN_ACRONYM = frozenset("QA SRE DBA SDET PM PO TPM".split())
+_EN_ACRONYM = frozenset(_EN_ACRONYMS.split("|"))
 #: words that end the name before a role noun (determiners, verbs of assigning, numbers)
 _EN_NOT_NAME = STOPWORDS | frozenset(
     "a an the and or then first next finally also plus with by to for from of one two three "
@@ -59,14 +59,22 @@ _ZH_NAME_CHARS = re.compile(r"^[\u4e00-\u9fffA-Za-z][\u4e00-\u9fffA-Za-z ]*$")
 _EN_AFTER = re.compile(r"\b(?:after|once|when|until|waits?\s+(?:for|on|until)|follows?|"
                        r"as soon as)\b", re.I)
 _EN_BEFORE = re.compile(r"\b(?:before|ahead of)\b", re.I)
+#: a step that follows the one before: an arrow, a number ("2)", "②", "Step 2")
+_STEP = r"(?:->|→|=>|⇒|(?<!\w)(?:step\s*)?[2-9][.)、](?!\d)|[②③④⑤⑥⑦⑧⑨])"
 _EN_THEN = re.compile(r"^\W*(?:and\s+)?(?:then|next|after that|afterwards|finally|lastly|"
-                      r"last(?:ly)?|second|third)\b", re.I)
+                      r"last(?:ly)?|second|third)\b|^\s*" + _STEP, re.I)
+#: several roles said to work side by side: the next step waits for all of them
+_TOGETHER = re.compile(r"\b(?:in parallel|at the same time|together|simultaneously|while)\b|"
+                       r"并行|同时|一起", re.I)
+#: the roles just named, said again by a pronoun ("after both are done", "两边都好了")
+_THEM = re.compile(r"\b(?:both|all of them|they|them|each)\b|两边|都|他们", re.I)
 _EN_FIRST = re.compile(r"\b(?:goes|go|comes?|starts?|is)\s+first\b|^\W*first\b|\bfirst\b", re.I)
 _ZH_AFTER = re.compile(r"(?:之后|以后|完成后|好了后|起来后|上线后|就绪后|完了?后|后再|后才|通过后|"
                        r"(?<=[\u4e00-\u9fff])完了?(?![成全整善美]))(?!端)")
 _EN_LAST = re.compile(r"\b(?:goes|go|comes?|is)\s+last\b|最后(?:上|来|再)?", re.I)
 _ZH_WAIT = re.compile(r"等")
-_ZH_THEN = re.compile(r"^(?:然后|再|接着|之后|最后|随后|完了|最终)|^.{0,12}?(?:再|才|然后)")
+_ZH_THEN = re.compile(r"^(?:然后|再|接着|之后|最后|随后|完了|最终)|^.{0,12}?(?:再|才|然后)|^\s*"
+                      + _STEP)
 _ZH_FIRST = re.compile(r"先")
 
 _EN_CHECK = re.compile(
@@ -131,6 +139,10 @@ def _mentions(text: str) -> list[tuple[int, int, str]]:
             start = m.start()
             # the name before a role noun: the longest run of up to four characters after a
             # boundary with none inside it (a side of the stack aside: 了后端开发)
+            ascii_lead = re.search(r"(?:^|(?<=[^\w]))([A-Za-z][\w-]{1,15}) ?$", text[:start])
+            if ascii_lead is not None and not _ZH_SIDE.fullmatch(m.group()):
+                found.append((ascii_lead.start(1), m.end(), text[ascii_lead.start(1):m.end()]))
+                continue
             for size in ([] if _ZH_SIDE.fullmatch(m.group()) else range(min(4, start), 0, -1)):
                 lead = text[start - size:start]
                 if not _ZH_NAME_CHARS.match(lead) or _ZH_INSIDE.search(_ZH_SIDE.sub("", lead)):
@@ -138,7 +150,12 @@ def _mentions(text: str) -> list[tuple[int, int, str]]:
                 if start - size == 0 or _ZH_BOUNDARY.search(text[:start - size]):
                     start -= size
                     break
-            found.append((start, m.end(), text[start:m.end()].strip()))
+            end = m.end()
+            if m.group() == "评审" and text[end:end + 1] in ("人", "员"):
+                end += 1  # 评审人
+            elif start == m.start() and m.group() == "评审":
+                continue  # 先评审 DDL: the verb; a reviewer has a name (安全评审, 评审人)
+            found.append((start, end, text[start:end].strip()))
     for m in _EN_ROLE.finditer(text):
         name = _en_name(m.group(1), m.group(2))
         found.append((m.end() - len(m.group(2)) - _lead_len(m.group(1), name), m.end(), name))
@@ -235,12 +252,15 @@ def _checks(phrase: str, lang: str) -> list[str]:
 
 
 def _clauses(text: str, lang: str) -> list[str]:
+    steps = re.compile(rf"(?={_STEP})", re.I)
     if lang == "zh":
-        return [c for c in re.split(r"(?<=[，,；;。：:])", text) if c.strip()]
+        return [c for part in re.split(r"(?<=[，,；;。：:])", text) for c in steps.split(part)
+                if c.strip()]
     out: list[str] = []
     for clause in clauses(text):
-        # "..., then a QA tester runs ..." is a step of its own
-        out += [c for c in re.split(r"(?=\b(?:and then|then)\b)", clause) if c.strip()]
+        # "..., then a QA tester runs ..." and "-> QA" are steps of their own
+        out += [c for part in re.split(r"(?=\b(?:and then|then)\b)", clause)
+                for c in steps.split(part) if c.strip()]
     return out
 
 
@@ -288,6 +308,7 @@ def skill_of(text: str, *, memory_id: str = "", version: int = 1) -> TeamSkill |
     first: str | None = None  # a role said to go first: the next one named waits for it
     pending: list[str] = []  # "once X is merged,": what the next role named waits for
     last_names: list[str] = []  # the roles the clause before named
+    together = False  # and whether it said they work side by side
     last: set[str] = set()  # roles said to go last
     for at, clause in _spans(text, lang):
         cursor = at + len(clause)
@@ -311,11 +332,17 @@ def skill_of(text: str, *, memory_id: str = "", version: int = 1) -> TeamSkill |
             elif lang == "zh":  # 后端起来之后测试再开始; 两边都好了以后测试再上
                 waiters, earlier = later, before or [n for n in last_names if n not in later]
             elif before:  # the tester starts after the backend is up / does it after that
-                waiters, earlier = before, later or [e for e in (first or subject,) if e]
+                waiters, earlier = before, later or (
+                    [n for n in last_names if n not in before] if _THEM.search(clause)
+                    else [e for e in (first or subject,) if e])
             elif re.fullmatch(r"\W*(?:and|but|only|then)?\W*", clause[:marker.start()]):
                 # "once the backend is up," opens a clause: the next role named waits, or the
-                # one before when this closes its sentence ("..., after X is merged.")
-                if re.search(r"[.!?]\s*$", clause) and subject is not None:
+                # one before when this closes its sentence ("..., after X is merged."); "once
+                # they're done the DevOps engineer deploys": the role named waits for them
+                them = _THEM.search(clause, marker.end(), refs[0][0])
+                if them is not None and (last_names or subject):
+                    waiters, earlier = later[:1], [n for n in last_names or [subject] if n]
+                elif re.search(r"[.!?]\s*$", clause) and subject is not None:
                     waiters, earlier = [subject], later
                 else:
                     opened = later
@@ -334,7 +361,8 @@ def skill_of(text: str, *, memory_id: str = "", version: int = 1) -> TeamSkill |
                 wait(subject, e)
         elif refs and not waiters:
             then = (_ZH_THEN if lang == "zh" else _EN_THEN).search(clause)
-            earlier = pending or [e for e in (subject if then is not None else first,) if e]
+            earlier = pending or (last_names if then is not None and together else
+                                  [e for e in (subject if then is not None else first,) if e])
             for e in earlier:
                 if names[0] != e:
                     wait(names[0], e)
@@ -359,7 +387,7 @@ def skill_of(text: str, *, memory_id: str = "", version: int = 1) -> TeamSkill |
                                   and not set(c.lower().split()) <= _EN_NOT_NAME]
         pending = opened or ([subject] if subject and marker is not None and not refs else [])
         if refs:
-            last_names = names
+            last_names, together = names, bool(_TOGETHER.search(clause)) and len(set(names)) > 1
         if refs and not opened:
             subject = waiters[0] if waiters else names[0]
             if first is not None and subject != first:
