@@ -42,7 +42,7 @@ _EN_NOT_NAME = STOPWORDS | frozenset(
     "pair want wants have has let lets another other same only just after before once when "
     "while until".split())
 _ZH_HEAD = ("工程师|架构师|分析师|设计师|负责人|同学|开发|研发|测试|运维|经理|产品|设计|评审|专员|算法|"
-            "运营|翻译|法务|财务|风控|客服|审计|律师|的人|那边|这边|DBA|QA|SRE|PM")
+            "运营|翻译|法务|财务|风控|客服|审计|律师|的人|那边|这边|组(?![件织合成长])|DBA|QA|SRE|PM")
 #: a side of the stack named alone is a role too (后端、前端和测试)
 _ZH_SIDE = re.compile("后端|前端|服务端|客户端|移动端")
 _ZH_ROLE = re.compile(f"(?:{_ZH_HEAD}|{_ZH_SIDE.pattern})")
@@ -57,10 +57,12 @@ _ZH_INSIDE = re.compile(_ZH_STOP)
 _ZH_NAME_CHARS = re.compile(r"^[\u4e00-\u9fffA-Za-z][\u4e00-\u9fffA-Za-z ]*$")
 
 _EN_AFTER = re.compile(r"\b(?:after|once|when|until|waits?\s+(?:for|on|until)|follows?|"
-                       r"as soon as)\b", re.I)
-_EN_BEFORE = re.compile(r"\b(?:before|ahead of)\b", re.I)
+                       r"as soon as|picks?\s+(?:it\s+)?up\s+from|takes?\s+over\s+from)\b", re.I)
+_EN_BEFORE = re.compile(r"\b(?:before|ahead of|hands?\s+(?:it\s+)?(?:off|over)\s+to|"
+                        r"passes\s+(?:it\s+)?(?:on\s+)?to)\b", re.I)
 #: a step that follows the one before: an arrow, a number ("2)", "②", "Step 2")
-_STEP = r"(?:->|→|=>|⇒|(?<!\w)(?:step\s*)?[2-9][.)、](?!\d)|[②③④⑤⑥⑦⑧⑨])"
+_STEP = (r"(?:->|→|=>|⇒|(?<!\w)(?:step\s*)?[2-9][.)、:：](?!\d)|[②③④⑤⑥⑦⑧⑨]|"
+         r"(?<=\s)[-*•](?=\s))")
 _EN_THEN = re.compile(r"^\W*(?:and\s+)?(?:then|next|after that|afterwards|finally|lastly|"
                       r"last(?:ly)?|second|third)\b|^\s*" + _STEP, re.I)
 #: several roles said to work side by side: the next step waits for all of them
@@ -70,7 +72,7 @@ _TOGETHER = re.compile(r"\b(?:in parallel|at the same time|together|simultaneous
 _THEM = re.compile(r"\b(?:both|all of them|they|them|each)\b|两边|都|他们", re.I)
 _EN_FIRST = re.compile(r"\b(?:goes|go|comes?|starts?|is)\s+first\b|^\W*first\b|\bfirst\b", re.I)
 _ZH_AFTER = re.compile(r"(?:之后|以后|完成后|好了后|起来后|上线后|就绪后|完了?后|后再|后才|通过后|"
-                       r"(?<=[\u4e00-\u9fff])完了?(?![成全整善美]))(?!端)")
+                       r"交给|丢给|转给|(?<=[\u4e00-\u9fff])完了?(?![成全整善美]))(?!端)")
 _EN_LAST = re.compile(r"\b(?:goes|go|comes?|is)\s+last\b|最后(?:上|来|再)?", re.I)
 _ZH_WAIT = re.compile(r"等")
 _ZH_THEN = re.compile(r"^(?:然后|再|接着|之后|最后|随后|完了|最终)|^.{0,12}?(?:再|才|然后)|^\s*"
@@ -137,13 +139,13 @@ def _mentions(text: str) -> list[tuple[int, int, str]]:
     if has_cjk(text):
         for m in _ZH_ROLE.finditer(text):
             start = m.start()
-            # the name before a role noun: the longest run of up to four characters after a
+            # the name before a role noun: the longest run of up to six characters after a
             # boundary with none inside it (a side of the stack aside: 了后端开发)
             ascii_lead = re.search(r"(?:^|(?<=[^\w]))([A-Za-z][\w-]{1,15}) ?$", text[:start])
             if ascii_lead is not None and not _ZH_SIDE.fullmatch(m.group()):
                 found.append((ascii_lead.start(1), m.end(), text[ascii_lead.start(1):m.end()]))
                 continue
-            for size in ([] if _ZH_SIDE.fullmatch(m.group()) else range(min(4, start), 0, -1)):
+            for size in ([] if _ZH_SIDE.fullmatch(m.group()) else range(min(6, start), 0, -1)):
                 lead = text[start - size:start]
                 if not _ZH_NAME_CHARS.match(lead) or _ZH_INSIDE.search(_ZH_SIDE.sub("", lead)):
                     continue
