@@ -188,6 +188,11 @@ def test_the_team_bench_scores_lessons_and_splits(tmp_path: Path) -> None:
     ("数据需求交给数据开发和数据测试，数据测试等数据开发改完再上。", {"数据测试": ["数据开发"]}),
     ("安全修复：先让安全工程师确认，确认完了后端开发再修，修好之后由发布工程师上线。",
      {"后端开发": ["安全工程师"], "发布工程师": ["后端开发"]}),
+    ("Copy changes: writer -> editor -> web developer.",
+     {"editor": ["writer"], "web-developer": ["editor"]}),
+    ("Schema work: the DBA drafts the migration and hands it off to the backend engineer.",
+     {"backend-engineer": ["dba"]}),
+    ("镜像升级：平台组弄完镜像丢给业务开发切换。", {"业务开发": ["平台组"]}),
 ])
 def test_the_order_of_roles_is_read_however_it_is_said(rule: str, waits: dict[str, list[str]]) -> None:
     from remem.organize.team import skill_of
