@@ -3,11 +3,11 @@
 A rule names its roles as noun phrases that end in a role noun ("a server-side engineer",
 "the on-call SRE", "数据开发", "测试同学", or a bare side of the stack: "后端、前端和测试"),
 says who waits for whom (a marker between two roles: "the tester starts after the backend
-is up", "DBA waits for SRE", "测试等后端起来再开始"; or a sequence of clauses: "first ...,
-then ...", "先 ...，再 ...") and which checks a role runs (a verb of doing or checking and
-what follows it, up to the end of its clause). A clause that names no role continues the
-one before it. Role nouns and ordering words are closed classes; the names before them
-are taken as written.
+is up", "DBA waits for SRE", "hands it off to", "测试等后端起来再开始", "交给"; or steps in
+sequence: "first ..., then ...", "先 ...，再 ...", arrows, numbered or bulleted steps) and
+which checks a role runs (a verb of doing or checking and what follows it, up to the end of
+its clause). A clause that names no role continues the one before it. Role nouns and
+ordering words are closed classes; the names before them are taken as written.
 """
 
 from __future__ import annotations
