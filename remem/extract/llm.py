@@ -26,19 +26,17 @@ with the error for a repair, up to ``attempts`` calls per step; then
 
 from __future__ import annotations
 
-import json
 import logging
-import re
 from collections.abc import Callable, Sequence
 from datetime import date as Date
 from datetime import datetime, time, timezone
 from typing import Any, TypeVar
 
-import pydantic
 from pydantic import BaseModel, ConfigDict, Field, field_validator
 
-from ..errors import ConfigError, ExtractionError
+from ..errors import ConfigError
 from ..llm import ChatModel, Message
+from ..llm.answers import InvalidAnswer, ask_json
 from ..text import has_cjk, words
 from .base import (
     AGENT_ROLES,
@@ -139,19 +137,9 @@ Dates in the candidates were already worked out from the turn's time ("last Tues
 Answer with one JSON object: {{"verdicts": [{{"candidate": 1, "supported": true, \
 "subject_ok": true, "reason": ""}}]}} with exactly one verdict per candidate."""
 
-_REPAIR = ("Your answer above is not usable: {problem}. Answer again with only the corrected "
-           "JSON object.")
-
 _MAX_EPISODE_CHARS = 4000
-_MAX_ECHO_CHARS = 4000
-_THINK = re.compile(r"<think>.*?</think>", re.DOTALL | re.IGNORECASE)
-_FENCE = re.compile(r"^```[\w-]*\s*\n?(.*?)\n?```$", re.DOTALL)
 
 T = TypeVar("T")
-
-
-class _Invalid(ValueError):
-    """An answer that parsed but says something impossible (unknown turn, no fix...)."""
 
 
 def _known_kind(kind: str) -> str:
@@ -342,22 +330,7 @@ class LLMExtractor:
 
     def _ask(self, step: str, messages: list[Message], parse: Callable[[Any], T]) -> T:
         """The parsed answer to ``messages``, repairing an invalid one up to ``attempts`` calls."""
-        messages = list(messages)
-        problem = ""
-        for attempt in range(1, self.attempts + 1):
-            raw = self.client.complete(messages, json_mode=True, temperature=0)
-            try:
-                return parse(_load_json(raw))
-            except pydantic.ValidationError as exc:
-                problem = _describe(exc)
-            except _Invalid as exc:
-                problem = str(exc)
-            logger.info("extraction: %s answer %d of %d was invalid: %s", step, attempt,
-                        self.attempts, problem)
-            messages += [{"role": "assistant", "content": raw[:_MAX_ECHO_CHARS]},
-                         {"role": "user", "content": _REPAIR.format(problem=problem)}]
-        raise ExtractionError(step, f"the model's answer was still invalid after {self.attempts} "
-                                    f"call(s): {problem}")
+        return ask_json(self.client, messages, parse, attempts=self.attempts, step=step)
 
 
 # --- helpers ----------------------------------------------------------------------------
@@ -391,39 +364,6 @@ def _who(ep: EpisodeIn) -> str:
     return ep.speaker
 
 
-def _load_json(raw: str) -> Any:
-    text = _THINK.sub("", raw).strip()
-    fenced = _FENCE.match(text)
-    if fenced:
-        text = fenced.group(1).strip()
-    try:
-        data = json.loads(text)
-    except json.JSONDecodeError as exc:
-        start, end = text.find("{"), text.rfind("}")
-        try:
-            data = json.loads(text[start:end + 1]) if 0 <= start < end else None
-        except json.JSONDecodeError:
-            data = None
-        if data is None:
-            raise _Invalid(f"it is not valid JSON ({exc.msg} at line {exc.lineno} column "
-                           f"{exc.colno}); answer with one JSON object and nothing else") from None
-    if not isinstance(data, dict):
-        raise _Invalid(f"it is a JSON {type(data).__name__}, not the JSON object asked for")
-    return data
-
-
-def _describe(exc: pydantic.ValidationError) -> str:
-    """A validation error as a short list of 'where: what' the model can act on."""
-    parts = []
-    for err in exc.errors()[:6]:
-        where = ""
-        for loc in err["loc"]:
-            where += f"[{loc}]" if isinstance(loc, int) else (f".{loc}" if where else str(loc))
-        parts.append(f"{where or 'the object'}: {err['msg']}")
-    more = len(exc.errors()) - 6
-    return "; ".join(parts) + (f"; and {more} more" if more > 0 else "")
-
-
 def _check_found(found: _Found, shown: list[EpisodeIn]) -> _Found:
     problems = []
     for i, mem in enumerate(found.memories):
@@ -445,7 +385,7 @@ def _check_found(found: _Found, shown: list[EpisodeIn]) -> _Found:
                 problems.append(f"{where}.text: a pitfall's text must state its fix "
                                 f"({where}.fix)")
     if problems:
-        raise _Invalid("; ".join(problems))
+        raise InvalidAnswer("; ".join(problems))
     return found
 
 
@@ -463,7 +403,7 @@ def _check_verdicts(verdicts: _Verdicts, count: int) -> dict[int, _Verdict]:
     if missing:
         problems.append(f"no verdict for candidate(s) {', '.join(missing)}")
     if problems:
-        raise _Invalid("; ".join(problems))
+        raise InvalidAnswer("; ".join(problems))
     return by_number
 
 
