@@ -193,6 +193,12 @@ def test_the_team_bench_scores_lessons_and_splits(tmp_path: Path) -> None:
     ("Schema work: the DBA drafts the migration and hands it off to the backend engineer.",
      {"backend-engineer": ["dba"]}),
     ("镜像升级：平台组弄完镜像丢给业务开发切换。", {"业务开发": ["平台组"]}),
+    ("Docs site changes: tech writer drafts -> docs engineer publishes.",
+     {"docs-engineer": ["tech-writer"]}),
+    ("Mobile releases: the iOS engineer and the Android engineer build in parallel; once "
+     "both builds are green, QA runs the smoke suite.",
+     {"qa": ["android-engineer", "ios-engineer"]}),
+    ("前端和后端同时开工，两边都好了以后，测试同学再回归。", {"测试同学": ["前端", "后端"]}),
 ])
 def test_the_order_of_roles_is_read_however_it_is_said(rule: str, waits: dict[str, list[str]]) -> None:
     from remem.organize.team import skill_of

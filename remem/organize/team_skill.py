@@ -311,10 +311,13 @@ def skill_of(text: str, *, memory_id: str = "", version: int = 1) -> TeamSkill |
     pending: list[str] = []  # "once X is merged,": what the next role named waits for
     last_names: list[str] = []  # the roles the clause before named
     together = False  # and whether it said they work side by side
+    plain = False  # and whether it ordered nothing
     last: set[str] = set()  # roles said to go last
     for at, clause in _spans(text, lang):
         cursor = at + len(clause)
-        refs = roles.refs(clause)
+        # what the rule is for ("Docs site changes:") names no role, whatever its words
+        refs = [(a, n) for a, n in roles.refs(clause) if at + a >= mentions[0][0]]
+        ordered = sum(map(len, after.values()))  # the waits read so far
         names = [n for _, n in refs]
         waiters: list[str] = []  # the roles this clause says wait
         opened: list[str] = []  # "once X is up,": the roles the next clause waits for
@@ -361,10 +364,15 @@ def skill_of(text: str, *, memory_id: str = "", version: int = 1) -> TeamSkill |
         if pending and not refs and subject is not None:
             for e in pending:  # "..., after X and Y are done, and does ...": the role before
                 wait(subject, e)
+        elif pending and refs:  # "once both are green, QA runs ...": the role named next
+            for e in pending:
+                if names[0] != e:
+                    wait(names[0], e)
+                    first = None
         elif refs and not waiters:
             then = (_ZH_THEN if lang == "zh" else _EN_THEN).search(clause)
-            earlier = pending or (last_names if then is not None and together else
-                                  [e for e in (subject if then is not None else first,) if e])
+            earlier = last_names if then is not None and together else \
+                [e for e in (subject if then is not None else first,) if e]
             for e in earlier:
                 if names[0] != e:
                     wait(names[0], e)
@@ -387,9 +395,17 @@ def skill_of(text: str, *, memory_id: str = "", version: int = 1) -> TeamSkill |
             if owner is not None:
                 checks[owner] += [c for c in _checks(phrase, lang) if c not in checks[owner]
                                   and not set(c.lower().split()) <= _EN_NOT_NAME]
-        pending = opened or ([subject] if subject and marker is not None and not refs else [])
+        # "..., once both builds are green, QA runs": the roles just named, or the one before
+        pending = opened or ((last_names if _THEM.search(clause) else [subject])
+                             if subject and marker is not None and not refs else [])
         if refs:
-            last_names, together = names, bool(_TOGETHER.search(clause)) and len(set(names)) > 1
+            # "the iOS engineer | and the Android engineer build in parallel": a clause that
+            # orders nothing joins the roles of the one before it
+            orders = sum(map(len, after.values())) > ordered or marker is not None
+            last_names = list(dict.fromkeys([*last_names, *names] if plain and not orders
+                                            else names))
+            together = bool(_TOGETHER.search(clause)) and len(last_names) > 1
+            plain = not orders
         if refs and not opened:
             subject = waiters[0] if waiters else names[0]
             if first is not None and subject != first:
