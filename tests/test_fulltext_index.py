@@ -102,6 +102,30 @@ def test_the_index_ranks_as_fts5_bm25_with_the_neighbours_context(store: SQLiteS
     assert store.fulltext_index.built and len(store.fulltext_index) > 600
 
 
+def test_a_users_ranking_follows_rows_that_come_and_go_elsewhere(store: SQLiteStore) -> None:
+    # each user's rows are searched alone, yet a word's weight counts every user's rows,
+    # as FTS5 counts them: it must follow another user's purges, new rows and team rows
+    fill(store)
+    for terms in QUERIES:
+        assert_same_ranking(*both(store, terms, ALICE_ALL))
+    bobs = [f"e_{i}" for i in range(600) if not (i // 50) % 3][:60]
+    for memory_id in bobs:
+        store.purge(memory_id, Scope(user_id="bob"))
+    texts = synthetic_texts(40)
+    store.insert([turn(f"t_{i}", text, Scope(session_id="team")) for i, text in enumerate(texts)]
+                 + [turn(f"c_{i}", text, Scope(user_id="carol", session_id="c1"))
+                    for i, text in enumerate(texts)], None)
+    nested = ALICE_ALL.model_copy(update={"nested": True})
+    for scope in (ALICE_ALL, nested, Scope(user_id="carol"), Scope()):
+        for terms in QUERIES:
+            for weight in (0.5, 0.0):
+                assert_same_ranking(*both(store, terms, scope, 10, weight))
+    store.insert([turn("team", "the zebra quartz runbook", Scope(session_id="team")),
+                  turn("carol", "the zebra quartz runbook", Scope(user_id="carol", session_id="c1"))], None)
+    found = ids(store, store.fulltext(["zebra", "quartz"], nested, ALL, 5))
+    assert found[0] == "team" and "carol" not in found
+
+
 def test_words_found_only_next_to_a_turn_count_for_less(store: SQLiteStore) -> None:
     store.insert([turn("q", "which port does the staging database listen on?"),
                   turn("a", "5433, since the upgrade"), turn("x", "lunch is at noon")], None)

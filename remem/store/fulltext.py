@@ -48,6 +48,7 @@ __all__ = ["FulltextIndex", "FulltextRows", "Tokenizer"]
 log = logging.getLogger(__name__)
 
 _SCOPE_FIELDS = ("org_id", "user_id", "agent_id", "project", "session_id")
+_USER = _SCOPE_FIELDS.index("user_id")
 _K1, _B = 1.2, 0.75
 _TOKENIZE = "porter unicode61 remove_diacritics 2"  # as passages_fts (schema.py)
 # whitespace and ASCII punctuation separate tokens for unicode61 whatever its options
@@ -157,15 +158,18 @@ class Tokenizer:
 
 
 class _Postings:
-    """The slots holding one term, with its count in body and context (growing)."""
+    """The slots of one user's rows holding one term, with its count in body and context
+    (growing), and how many of them are alive: holding it in the body, or anywhere."""
 
-    __slots__ = ("parts", "slots", "body", "context")
+    __slots__ = ("parts", "slots", "body", "context", "live", "seen")
 
     def __init__(self) -> None:
         self.parts: list[tuple[np.ndarray, np.ndarray, np.ndarray]] = []
         self.slots = np.empty(0, dtype=np.int64)
         self.body = np.empty(0, dtype=np.float64)
         self.context = np.empty(0, dtype=np.float64)
+        self.live = (0, 0)  # rows alive holding the term: in the body, anywhere
+        self.seen = -1  # the deaths among the user's rows ``live`` was counted at
 
     def arrays(self) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
         if self.parts:
@@ -175,6 +179,22 @@ class _Postings:
             self.context = np.concatenate([p[2] for p in parts])
             self.parts = []
         return self.slots, self.body, self.context
+
+    def add(self, slots: np.ndarray, body: np.ndarray, context: np.ndarray) -> None:
+        """New rows (alive) holding the term."""
+        self.parts.append((slots, body, context))
+        in_body = int(np.count_nonzero(body))
+        self.live = (self.live[0] + in_body, self.live[1] + len(slots))
+
+    def alive(self, alive: np.ndarray, deaths: int) -> tuple[int, int]:
+        """Rows alive holding the term (in the body, anywhere), counted again only after
+        a row of the user died."""
+        if self.seen != deaths:
+            slots, body, _ = self.arrays()
+            live = alive[slots]
+            self.live = (int(np.count_nonzero(live & (body > 0))), int(np.count_nonzero(live)))
+            self.seen = deaths
+        return self.live
 
 
 class FulltextIndex:
@@ -200,7 +220,12 @@ class FulltextIndex:
         self._n = 0  # slots used, alive or dead
         self._alive_count = 0
         self._total_length = 0.0
-        self._terms: dict[int, _Postings] = {}
+        # term -> user code -> postings: a search reads only its user's rows (and the
+        # level above), however many users the store holds
+        self._terms: dict[int, dict[int, _Postings]] = {}
+        self._deaths: dict[int, int] = {}  # user code -> rows of the user that died
+        self._died = 0  # rows that died, all users
+        self._live: dict[int, tuple[int, int, int]] = {}  # term -> (_died, as _Postings.live)
         self._slot_of: dict[int, int] = {}
         self._passage = np.empty(1024, dtype=np.int64)
         self._memory = np.empty(1024, dtype=np.int64)
@@ -216,7 +241,8 @@ class FulltextIndex:
     def nbytes(self) -> int:
         """The size of the index's arrays (postings and rows; not Python's dicts)."""
         with self._lock:
-            postings = sum(a.nbytes for p in self._terms.values() for a in p.arrays())
+            postings = sum(a.nbytes for by_user in self._terms.values()
+                           for p in by_user.values() for a in p.arrays())
             rows = sum(a.nbytes for a in (self._passage, self._memory, self._length, self._alive,
                                           self._codes))
         return postings + rows
@@ -246,6 +272,9 @@ class FulltextIndex:
     def _kill(self, passage: int) -> None:
         slot = self._slot_of.pop(passage, None)
         if slot is not None:
+            user = int(self._codes[slot, _USER])
+            self._deaths[user] = self._deaths.get(user, 0) + 1
+            self._died += 1
             self._alive[slot] = False
             self._alive_count -= 1
             self._total_length -= self._length[slot]
@@ -258,6 +287,7 @@ class FulltextIndex:
         self._grow(start + k)
         body_terms, body_doc = self.tokens.encode([str(r[1] or "") for r in rows])
         ctx_terms, ctx_doc = self.tokens.encode([str(r[2] or "") for r in rows])
+        codes = np.array([[self._code(v) for v in r[4:9]] for r in rows], dtype=np.int32)
         lengths = (np.bincount(body_doc, minlength=k) + np.bincount(ctx_doc, minlength=k)).astype(np.float64)
         key = np.concatenate([(body_terms * k + body_doc) * 2, (ctx_terms * k + ctx_doc) * 2 + 1])
         if len(key):
@@ -271,19 +301,24 @@ class FulltextIndex:
             body_tf[entry[column == 0]] = counts[column == 0]
             ctx_tf[entry[column == 1]] = counts[column == 1]
             term, doc = np.divmod(pair[first], k)
+            user = codes[doc, _USER]
+            by = np.lexsort((doc, user, term))  # by term, then user, then row
+            term, doc, user, body_tf, ctx_tf = term[by], doc[by], user[by], body_tf[by], ctx_tf[by]
             slots = doc + start
-            bounds = np.flatnonzero(np.r_[True, term[1:] != term[:-1], True])
+            bounds = np.flatnonzero(np.r_[True, (term[1:] != term[:-1]) | (user[1:] != user[:-1]), True])
             postings = self._terms
             for a, b in zip(bounds[:-1].tolist(), bounds[1:].tolist(), strict=True):
-                tid = int(term[a])
-                entry_of = postings.get(tid)
+                self._live.pop(int(term[a]), None)
+                by_user = postings.setdefault(int(term[a]), {})
+                entry_of = by_user.get(int(user[a]))
                 if entry_of is None:
-                    entry_of = postings[tid] = _Postings()
-                entry_of.parts.append((slots[a:b], body_tf[a:b], ctx_tf[a:b]))
+                    entry_of = by_user[int(user[a])] = _Postings()
+                    entry_of.seen = self._deaths.get(int(user[a]), 0)
+                entry_of.add(slots[a:b], body_tf[a:b], ctx_tf[a:b])
         end = start + k
         self._passage[start:end] = [r[0] for r in rows]
         self._memory[start:end] = [r[3] for r in rows]
-        self._codes[start:end] = [[self._code(v) for v in r[4:9]] for r in rows]  # type: ignore[misc]
+        self._codes[start:end] = codes
         self._length[start:end] = lengths
         self._alive[start:end] = True
         self._slot_of.update((int(r[0]), start + i) for i, r in enumerate(rows))  # type: ignore[call-overload]
@@ -380,8 +415,11 @@ class FulltextIndex:
             mask &= match
         return mask
 
-    def scores(self, terms: Sequence[str], context_weight: float) -> tuple[np.ndarray, np.ndarray]:
-        """Slots matching any term and their BM25 scores (callers hold the lock)."""
+    def scores(self, terms: Sequence[str], context_weight: float,
+               users: Sequence[int] | None = None) -> tuple[np.ndarray, np.ndarray]:
+        """Slots matching any term and their BM25 scores, among the rows of the ``users``
+        (codes; None: every user's) only; the statistics are the whole table's (callers
+        hold the lock)."""
         n_rows = self._alive_count
         if n_rows == 0:
             return np.empty(0, dtype=np.int64), np.empty(0)
@@ -390,29 +428,53 @@ class FulltextIndex:
         ids = self.tokens.term_ids
         for term in terms:
             tid = ids.get(term)
-            postings = None if tid is None else self._terms.get(tid)
-            if postings is None:
+            by_user = None if tid is None else self._terms.get(tid)
+            if not by_user:
                 continue
-            slots, body, context = postings.arrays()
-            f = body + context_weight * context if context_weight else body
-            keep = self._alive[slots] & (f > 0)
-            hits = int(keep.sum())
+            hits = self._holding(tid, by_user)[1 if context_weight else 0]
             if not hits:
                 continue
             idf = math.log((n_rows - hits + 0.5) / (hits + 0.5))
             idf = idf if idf > 0 else 1e-6
-            slots, f = slots[keep], f[keep]
-            length = self._length[slots]
-            all_slots.append(slots)
-            all_scores.append(idf * (f * (_K1 + 1)) / (f + _K1 * (1 - _B + _B * length / avg)))
+            mine = by_user.values() if users is None else [by_user[u] for u in users if u in by_user]
+            for postings in mine:
+                slots, body, context = postings.arrays()
+                f = body + context_weight * context if context_weight else body
+                keep = self._alive[slots] & (f > 0)
+                if not keep.any():
+                    continue
+                slots, f = slots[keep], f[keep]
+                length = self._length[slots]
+                all_slots.append(slots)
+                all_scores.append(idf * (f * (_K1 + 1)) / (f + _K1 * (1 - _B + _B * length / avg)))
         if not all_slots:
             return np.empty(0, dtype=np.int64), np.empty(0)
         if len(all_slots) == 1:
             return all_slots[0], all_scores[0]
-        total = np.bincount(np.concatenate(all_slots), weights=np.concatenate(all_scores),
-                            minlength=self._n)
-        matched = np.flatnonzero(total)
-        return matched, total[matched]
+        slots, weights = np.concatenate(all_slots), np.concatenate(all_scores)
+        if len(slots) * 8 >= self._n:  # many of the table's rows: a pass over it beats a sort
+            total = np.bincount(slots, weights=weights, minlength=self._n)
+            matched = np.flatnonzero(total)
+            return matched, total[matched]
+        matched, at = np.unique(slots, return_inverse=True)
+        return matched, np.bincount(at, weights=weights, minlength=len(matched))
+
+    def _holding(self, tid: int, by_user: dict[int, _Postings]) -> tuple[int, int]:
+        """Rows alive in the whole table holding a term (in the body, anywhere), as FTS5
+        counts them for its idf; counted again after a row was added with it or died."""
+        known = self._live.get(tid)
+        if known is None or known[0] != self._died:
+            counts = [p.alive(self._alive, self._deaths.get(u, 0)) for u, p in by_user.items()]
+            known = self._live[tid] = (self._died, sum(c[0] for c in counts), sum(c[1] for c in counts))
+        return known[1], known[2]
+
+    def _users(self, scope: Scope) -> list[int] | None:
+        """The user codes whose rows a search in ``scope`` may see (None: any)."""
+        if scope.user_id is None:
+            return None
+        mine = self._interned.get(scope.user_id)
+        users = [] if mine is None else [mine]
+        return users + [0] if scope.nested else users
 
     def answer(self, source: FulltextRows, words: Sequence[str], scope: Scope, limit: int,
                context_weight: float, accept: Callable[[list[int]], set[int]],
@@ -437,7 +499,7 @@ class FulltextIndex:
         """
         with self._lock:
             self.sync(source)
-            slots, scores = self.scores(terms, float(context_weight))
+            slots, scores = self.scores(terms, float(context_weight), self._users(scope))
             inside = self._scope_mask(slots, scope)
             slots, scores = slots[inside], scores[inside]
             passages = self._passage[slots]
