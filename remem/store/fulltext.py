@@ -5,7 +5,10 @@ FTS5 scores every row that holds any query word before it can sort them: at 100k
 indexed with their neighbours' text, one common word matches a third of the table.
 This index keeps, per term, numpy arrays of the rows that hold it and how often (in the
 turn's own text and in its neighbours'), so a query scores only its terms' rows, in a
-few vector operations, with FTS5's own formula:
+few vector operations, with FTS5's own formula. The postings are kept per user, so a
+search reads only its user's rows (and those of the level above), however many users
+share the store; the count of rows holding a term, which the idf needs, stays the whole
+table's and is kept per user, counted again only after a row of that user died. The formula:
 
     score = sum over query terms of idf * f * (k1 + 1) / (f + k1 * (1 - b + b * D / avgD))
 
