@@ -247,11 +247,6 @@ def test_a_change_said_in_a_project_replaces_what_the_user_said_for_everywhere(
     ("all client traffic goes through our GraphQL gateway, Apollo Router in front of the "
      "subgraphs", "big change: we killed the gateway. mobile and web call each service's REST "
      "API directly now", "Apollo", "REST"),
-    # said as a change, naming nothing of what it changes ("those"): the nearest memory,
-    # which the pairs reader is sure it replaces
-    ("Layout note: DB migrations live in db/migrations at the repo root, one file per change",
-     "hm, no wait, we moved those. They're under src/app/alembic/versions now",
-     "db/migrations", "alembic/versions"),
 ])
 def test_a_new_value_in_other_words_replaces_the_old(mem: Memory, old: str, new: str,
                                                      old_word: str, new_word: str) -> None:
