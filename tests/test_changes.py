@@ -246,7 +246,7 @@ def test_a_change_said_in_a_project_replaces_what_the_user_said_for_everywhere(
     # what it names, which the pairs reader is all but certain it replaces
     ("all client traffic goes through our GraphQL gateway, Apollo Router in front of the "
      "subgraphs", "big change: we killed the gateway. mobile and web call each service's REST "
-     "API directly now", "Apollo", "REST"),
+     "API directly now", "Apollo", "killed"),
 ])
 def test_a_new_value_in_other_words_replaces_the_old(mem: Memory, old: str, new: str,
                                                      old_word: str, new_word: str) -> None:

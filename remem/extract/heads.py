@@ -188,8 +188,6 @@ class Reading:
 class Heads:
     """The trained heads, loaded from an ``.npz`` of weight matrices and biases."""
 
-    #: How much the tuned reader weighs where both read a task together (``agreed``).
-    agreed_weight = 0.3
     #: A statement is kept unless the kind head gives "none" at least this probability,
     none_above = 0.6
     #: or this many times the probability of the likeliest kind worth keeping.
@@ -214,20 +212,16 @@ class Heads:
         return softmax(x @ self._w[f"{name}_w"] + self._w[f"{name}_b"])
 
     def read(self, vectors: np.ndarray, texts: Sequence[str], roles: Sequence[str], *,
-             tuned: dict[str, np.ndarray] | None = None,
-             agreed: dict[str, np.ndarray] | None = None) -> list[Reading]:
+             tuned: dict[str, np.ndarray] | None = None) -> list[Reading]:
         """One :class:`Reading` per text; ``vectors`` are the texts' query vectors.
         ``tuned``: probabilities by task from the tuned reader, used in place of the
-        linear heads' for those tasks; ``agreed``: the same, read together with the linear
-        heads' (what both find likely)."""
+        linear heads' for those tasks."""
         if not texts:
             return []
         x = statement_features(vectors, texts, roles)
         kp, ip, lp = self._probs("kind", x), self._probs("intent", x), self._probs("level", x)
         if tuned is not None:
             kp, ip, lp = (tuned.get(t, p) for t, p in (("kind", kp), ("intent", ip), ("level", lp)))
-        if agreed is not None and "kind" in agreed:
-            kp = _agreement(kp, agreed["kind"], self.agreed_weight)
         linear = self._probs("threat", x)[:, 1] if "threat_w" in self._w else np.zeros(len(texts))
         tp = tuned["threat"][:, 1] if tuned is not None and "threat" in tuned else linear
         out = []
@@ -248,13 +242,6 @@ class Heads:
         x = np.stack([pair_features(v, new_vec, o, new, new_probs)
                       for v, o in zip(old_vecs, olds, strict=True)])
         return self._probs("pair", x)
-
-
-def _agreement(a: np.ndarray, b: np.ndarray, weight: float) -> np.ndarray:
-    """Two readers' probabilities made one: their geometric mean, ``b`` weighing
-    ``weight``, renormalised, so a label needs both to find it likely."""
-    joint = a ** (1 - weight) * b ** weight
-    return joint / np.maximum(joint.sum(axis=1, keepdims=True), 1e-12)
 
 
 class TunedReader:
@@ -338,13 +325,6 @@ class Reader:
     #: recall 0.513 against 0.378 and 0.539) and read some plain standing statements ("Call
     #: me Sam.") as chit-chat, so only its screening is used.
     statement_tasks: tuple[str, ...] = ("threat",)
-    #: The tasks both readers decide together (:func:`_agreement`, the tuned reader
-    #: weighing :attr:`Heads.agreed_weight`). Read together, the kind heads keep fewer
-    #: one-off requests, agent reports and small talk than the linear head alone: of the
-    #: development scenarios' turns, 1,068 statements kept, 456 of them holding nothing the
-    #: scenarios ask for, against 946 and 332 (BENCHMARKS.md, "Two readers on what is
-    #: worth keeping").
-    agreed_tasks: tuple[str, ...] = ("kind",)
     #: The tasks the tuned statements reader gives a second opinion on, beside the linear
     #: heads' reading: a forget request needs both readers to read one (the linear intent
     #: head alone took "that's it, just wanted that on record" for a request).
@@ -389,7 +369,7 @@ class Reader:
         if not texts:
             return []
         tuned = self.tuned("statements")
-        wanted = {*self.statement_tasks, *self.second_tasks, *self.agreed_tasks}
+        wanted = {*self.statement_tasks, *self.second_tasks}
         tasks = sorted(tuned.tasks() & wanted) if tuned is not None else []
         probs = None
         if tuned is not None and tasks:
@@ -406,8 +386,7 @@ class Reader:
                     self._read_cache.update((k, found[k]) for k in todo)
             probs = {t: np.stack([found[k][t] for k in keys]) for t in tasks}
         readings = self.heads.read(self.vectors(texts), texts, roles, tuned={
-            t: p for t, p in (probs or {}).items() if t in self.statement_tasks}, agreed={
-            t: p for t, p in (probs or {}).items() if t in self.agreed_tasks})
+            t: p for t, p in (probs or {}).items() if t in self.statement_tasks})
         if probs is not None and "intent" in probs and "intent" in self.second_tasks:
             readings = [replace(r, second_intent=INTENTS[int(p.argmax())])
                         for r, p in zip(readings, probs["intent"], strict=True)]

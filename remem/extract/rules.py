@@ -102,14 +102,6 @@ def _scoped_by_reference(cands: list[Candidate]) -> list[Candidate]:
     return out
 
 
-def _intent(r: Reading, change: str | None) -> str:
-    """The candidate's intent: the linear head's, or a change when only the tuned reader
-    reads one ("I report to Dana now"); chit-chat worth keeping is a plain statement."""
-    if r.intent in ("update", "correction") or change is None:
-        return "statement" if r.intent in ("chitchat", "keep") else r.intent
-    return change
-
-
 def role_of(ep: EpisodeIn) -> str:
     """The speaker as the heads were trained to see it: user, assistant or tool."""
     role = (ep.role or "user").lower()
@@ -263,4 +255,5 @@ class RulesExtractor:
                          observed_at=when, confidence=round(r.kind_p, 3), source_ids=[ep.id],
                          rule=f"heads.{kind}", level=level, replaces_only=brief,
                          said=unit.text if unit.text != text else None,
-                         intent=change if brief else _intent(r, change))  # type: ignore[arg-type]
+                         intent=change if brief else "statement" if r.intent in ("chitchat", "keep")
+                         else r.intent)  # type: ignore[arg-type]

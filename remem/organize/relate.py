@@ -84,16 +84,14 @@ def relate(reader: Reader, text: str, known: Sequence[MemoryItem], *, nearest: i
     # nothing of it, a memory is replaced only as the nearest one of a brief change
     # (memories as near as the nearest, within ``tie``, count as the nearest)
     nearest_ones = {n for n, i in enumerate(order) if sims[i] >= sims[order[0]] - tie}
+    ask = [n for n, i in enumerate(order)
+           if named[n] or sims[i] >= sure_similarity or (brief and n in nearest_ones)]
+    if not ask:
+        return []
     probs_new = reader.read([text], ["user"])[0].intent_probs
     # worded as a change ("upgraded", "不对", "no longer"), or a pair the head is sure of
     said_change = float(probs_new[_UPDATE] + probs_new[_CORRECTION])
     changes = change or said_change >= 0.3
-    # a change that names nothing of what it changes ("they're under src/app/alembic/versions
-    # now") is the change of the memory nearest to it, as a brief one is
-    ask = [n for n, i in enumerate(order)
-           if named[n] or sims[i] >= sure_similarity or ((brief or changes) and n in nearest_ones)]
-    if not ask:
-        return []
     # a memory is replaced by a new value of one of its clauses only when the statement is
     # worded as a change ("又强调一遍，缩进两个空格" repeats the rule it reads as replacing), and
     # a clause is short, so the pair head is readier to read it as replaced: near sure
@@ -138,7 +136,7 @@ def relate(reader: Reader, text: str, known: Sequence[MemoryItem], *, nearest: i
                 found.append(Relation("unsure", known[i], float(row[label]), float(sims[i]), shared))
             continue
         if label == _SUPERSEDE and sims[i] < sure_similarity and not shared and not (
-                (brief or changes) and n in nearest_ones and row[label] >= brief_p):
+                brief and n in nearest_ones and row[label] >= brief_p):
             continue  # a change of something else entirely ("moved to pnpm" vs the staging host)
         if label == _SAME and (sims[i] < same_similarity or row[label] < 0.6):
             continue  # saying the same thing needs near-identical meaning
