@@ -123,6 +123,21 @@ def test_forgetting_one_thing_keeps_a_memory_that_only_shares_common_words_with_
     assert not any("sandbox token" in t for t in active)
 
 
+@pytest.mark.parametrize("change", [
+    "I moved over to Zed last week, tailor the shortcuts you suggest to its keymap",
+    "forget what I told you about my shortcuts",
+])
+def test_a_word_that_only_begins_like_another_names_nothing_of_it(mem: Memory,
+                                                                  change: str) -> None:
+    say(mem, "keep your answers short, skip the long recaps", "s1", "2026-02-24T15:00:00")
+    say(mem, "my keyboard shortcuts follow the vim keymap in every editor", "s1",
+        "2026-02-24T15:01:00")
+    say(mem, change, "s2", "2026-02-25T09:00:00")
+
+    active = [i.text for i in mem.list(**WEB)]
+    assert any("answers short" in t for t in active), active  # "short" is no "shortcut"
+
+
 def test_what_the_assistant_says_never_replaces_what_the_user_said(mem: Memory) -> None:
     say(mem, "we install with npm here, there's a package-lock.json in the repo", "s1",
         "2026-01-10T09:00:00")

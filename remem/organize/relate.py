@@ -9,11 +9,11 @@ and skills are never replaced.
 
 from __future__ import annotations
 
-import re
 from collections.abc import Sequence
 from dataclasses import dataclass
 
 import numpy as np
+import snowballstemmer
 
 from ..extract.heads import INTENTS, PAIR_LABELS, Reader
 from ..model import KINDS, MemoryItem
@@ -260,18 +260,9 @@ def forget_targets(reader: Reader, request: str, known: Sequence[MemoryItem], *,
     return [m for sc, _, m in ranked if sc >= ranked[0][0] - margin]
 
 
-_SUFFIX = re.compile(r"(?:ations?|ments?|ings?|ed|es|s|ly)$")
-
-
 def stems(words: set[str]) -> set[str]:
-    """Crude stems, so that "logging" meets "logs": suffix off, a doubled end undone, five
-    letters at most. CJK bigrams pass unchanged."""
-    out = set()
-    for w in words:
-        if w.isascii() and len(w) > 3:
-            w = _SUFFIX.sub("", w) or w
-            if len(w) > 3 and w[-1] == w[-2]:
-                w = w[:-1]
-            w = w[:5]
-        out.add(w)
-    return out
+    """English words by their Snowball stems, so that "logging" meets "logs" and
+    "configure" meets "configuration" but "shortcuts" does not meet "short"; CJK bigrams
+    and other words pass unchanged."""
+    stemmer = snowballstemmer.stemmer("english")  # holds state while it works: one per call
+    return {stemmer.stemWord(w) if w.isascii() and w.isalpha() else w for w in words}
