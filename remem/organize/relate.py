@@ -13,7 +13,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 
 import numpy as np
-import snowballstemmer
+import Stemmer  # PyStemmer: the Snowball stemmers, compiled
 
 from ..extract.heads import INTENTS, PAIR_LABELS, Reader
 from ..model import KINDS, MemoryItem
@@ -264,5 +264,5 @@ def stems(words: set[str]) -> set[str]:
     """English words by their Snowball stems, so that "logging" meets "logs" and
     "configure" meets "configuration" but "shortcuts" does not meet "short"; CJK bigrams
     and other words pass unchanged."""
-    stemmer = snowballstemmer.stemmer("english")  # holds state while it works: one per call
+    stemmer = Stemmer.Stemmer("english")  # holds state while it works: one per call
     return {stemmer.stemWord(w) if w.isascii() and w.isalpha() else w for w in words}
