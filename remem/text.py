@@ -3,8 +3,12 @@
 from __future__ import annotations
 
 import re
+from collections.abc import Iterable
 
-__all__ = ["clauses", "content_words", "estimate_tokens", "has_cjk", "segment", "split_passages", "words"]
+import Stemmer  # PyStemmer: the Snowball stemmers, compiled
+
+__all__ = ["clauses", "content_words", "estimate_tokens", "has_cjk", "segment", "split_passages", "stem",
+           "stems", "words"]
 
 # Han, Hiragana, Katakana, Hangul: scripts written without spaces between words.
 _CJK = "\u3040-\u30ff\u3400-\u4dbf\u4e00-\u9fff\uac00-\ud7af\uf900-\ufaff"
@@ -94,6 +98,19 @@ STOPWORDS = frozenset(
     "all any both each few more most other some such only own same than too very just "
     "also then now again once if because while until s t d ll m re ve".split()
 )
+
+
+def stems(words: Iterable[str]) -> set[str]:
+    """Lower-cased words by their English Snowball stems, so that "logging" meets "logs"
+    and "configure" meets "configuration" but "shortcuts" does not meet "short"; words
+    with digits or symbols, and words of other scripts (CJK bigrams), as they are."""
+    stemmer = Stemmer.Stemmer("english")  # holds state while it works: one per call
+    return {stemmer.stemWord(w) if w.isascii() and w.isalpha() else w for w in words}
+
+
+def stem(word: str) -> str:
+    """One word's stem, as :func:`stems` gives it."""
+    return next(iter(stems([word])))
 
 
 def content_words(text: str) -> set[str]:

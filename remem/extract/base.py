@@ -33,7 +33,7 @@ from ..model import (
     TaskStart,
     ToolCall,
 )
-from ..text import STOPWORDS, words
+from ..text import STOPWORDS, stem, words
 from .evidence import flipped_negation, missing_values
 
 __all__ = [
@@ -152,17 +152,10 @@ _DATE_WORDS = re.compile(
 # The numbers of a list of steps an extractor wrote ("1. build the image; 2. push ..."):
 # its own wording, not a value its sources must state.
 _ENUMERATORS = re.compile(r"(?:^|(?<=[;；]))\s*\d{1,2}\.\s")
-_SUFFIX = re.compile(r"(?:'s|ies|es|s|ed|ing)$")
 _CJK_RUN = re.compile("[\u3040-\u30ff\u3400-\u4dbf\u4e00-\u9fff\uac00-\ud7af\uf900-\ufaff]+")
 #: How close in meaning (cosine of the bundled embedder's vectors) a rewrite must be to a
 #: cited turn to be kept when it shares too few words with it; set on the dev split.
 MIN_SIMILARITY = 0.95
-
-
-def _stem(word: str) -> str:
-    if len(word) <= 4 or not word.isascii():
-        return word
-    return _SUFFIX.sub("", word) or word
 
 
 def _content(text: str) -> list[str]:
@@ -181,9 +174,9 @@ def support(candidate: Candidate, sources: Sequence[str]) -> tuple[float, list[s
     runs = _CJK_RUN.findall(text)
     if not latin and not runs:
         return 0.0, []
-    known = {_stem(w) for src in sources for w in words(src)}
-    known |= {_stem(w) for w in words(candidate.subject)}
-    missing = [w for w in latin if _stem(w) not in known]
+    known = {stem(w) for src in sources for w in words(src)}
+    known |= {stem(w) for w in words(candidate.subject)}
+    missing = [w for w in latin if stem(w) not in known]
     total = len(latin)
     for run in runs:
         backed = [False] * len(run)

@@ -21,6 +21,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 
 from ..text import STOPWORDS
+from ..text import stem as stem_word
 
 __all__ = ["Clause", "Token", "clauses_of", "flipped_negation", "missing_values", "stem",
            "tokens"]
@@ -44,10 +45,10 @@ _ZH_DIGITS = {c: n for n, c in enumerate("零一二三四五六七八九")} | {"
 
 
 def stem(word: str) -> str:
-    """A crude English stem (plural, past, -ing); other scripts as they are."""
-    word = word.lower().strip("'’.-/")
-    if len(word) <= 3 or not word.isascii():
-        return word
+    """A word's English stem (:func:`remem.text.stem`), lower-cased, without the
+    punctuation around it or a possessive "'s"; other scripts as they are."""
+    word = re.sub(r"['’]s$", "", word.lower().strip("'’.-/"))
+    return stem_word(word)
     for suffix in ("'s", "’s"):
         if word.endswith(suffix):
             word = word[:-2]

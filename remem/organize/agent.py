@@ -41,8 +41,8 @@ from ..govern import ScreenPolicy
 from ..model import TRUST_LEVELS, Candidate, MemoryItem, Scope, new_id
 from ..store.base import NewMemory, Store
 from ..text import clauses, has_cjk, split_passages
+from ..text import stems as _stems
 from .relate import family, forget_targets, relate, telling
-from .relate import stems as _stems
 from .similarity import content_words, jaccard, normalise
 from .skills import is_success, skill_name, steps_of, task_of
 from .team import SKILL_KINDS, refinement

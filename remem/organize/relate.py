@@ -13,14 +13,13 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 
 import numpy as np
-import Stemmer  # PyStemmer: the Snowball stemmers, compiled
 
 from ..extract.heads import INTENTS, PAIR_LABELS, Reader
 from ..model import KINDS, MemoryItem
-from ..text import clauses
+from ..text import clauses, stems
 from .similarity import content_words
 
-__all__ = ["Relation", "candidates", "family", "forget_targets", "relate", "stems", "telling"]
+__all__ = ["Relation", "candidates", "family", "forget_targets", "relate", "telling"]
 
 _SUPERSEDE, _SAME, _COMPATIBLE, _FORGET, _KEEP = (PAIR_LABELS.index(x) for x in
                                                   ("supersede", "same", "compatible", "forget", "keep"))
@@ -258,11 +257,3 @@ def forget_targets(reader: Reader, request: str, known: Sequence[MemoryItem], *,
     if not ranked or ranked[0][0] < 0.3:
         return []
     return [m for sc, _, m in ranked if sc >= ranked[0][0] - margin]
-
-
-def stems(words: set[str]) -> set[str]:
-    """English words by their Snowball stems, so that "logging" meets "logs" and
-    "configure" meets "configuration" but "shortcuts" does not meet "short"; CJK bigrams
-    and other words pass unchanged."""
-    stemmer = Stemmer.Stemmer("english")  # holds state while it works: one per call
-    return {stemmer.stemWord(w) if w.isascii() and w.isalpha() else w for w in words}
