@@ -291,6 +291,10 @@ def test_a_chain_said_with_arrows_is_kept(mem: Memory, said: str, expect: str) -
      "Node 20 went onto the build box this morning. native fetch is fine now", "16", "20"),
     ("my manager is Ines, she wants a design doc before any schema change",
      "after the reorg I report to Kofi Mensah", "Ines", "Kofi"),
+    # both say two things: the change is one clause of each
+    ("we're on Node 16 in CI, so don't use the fetch API in the build scripts",
+     "heads up, the platform team bumped CI to Node 20 last night, so feel free to use fetch "
+     "in the build scripts", "16", "20"),
 ])
 def test_a_new_value_of_one_clause_replaces_the_memory_that_said_it(
         mem: Memory, old: str, new: str, old_word: str, new_word: str) -> None:
@@ -298,6 +302,20 @@ def test_a_new_value_of_one_clause_replaces_the_memory_that_said_it(
     say(mem, new, "s2", "2026-02-01T09:00:00")
 
     superseded_by(mem, old_word, new_word)
+
+
+@pytest.mark.parametrize(("old", "new"), [
+    ("the frontend stack is React 18 with Vite and Tailwind, don't pull in any other UI kit",
+     "move the orders table to server-side paging, the frontend chokes when the list gets long"),
+    ("前端技术栈是 React 18 + Vite，组件库用 Ant Design，别引别的 UI 库",
+     "订单表改成后端分页，前端数据一多就卡"),
+])
+def test_a_clause_worded_as_a_change_changes_only_what_it_names(mem: Memory, old: str,
+                                                                new: str) -> None:
+    say(mem, old, "s1", "2026-01-10T09:00:00")
+    say(mem, new, "s2", "2026-02-01T09:00:00")
+
+    assert any(i.text.lower().startswith(old[:12].lower()) for i in mem.list(**WEB))
 
 
 def test_a_brief_change_replaces_what_it_is_about_among_equally_near_memories(

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass
+from itertools import compress
 
 import numpy as np
 
@@ -72,7 +73,10 @@ def relate(reader: Reader, text: str, known: Sequence[MemoryItem], *, nearest: i
     tabs") means something only as the change of what it is nearest to: the nearest
     memory (or one as near, within ``tie``) is replaced when the head gives ``brief_p``,
     whatever words the two share. A memory that says several things is read clause by
-    clause too, and replaced when a statement worded as a change replaces one of them."""
+    clause too, and replaced when a statement worded as a change replaces one of them; a
+    statement that says several things is read so as well, and a clause of it worded as a
+    change changes what that clause names ("the DBA moved prod to MySQL 8.0, so go ahead
+    with window functions" replaces "we're on MySQL 5.7, so no window functions")."""
     if not known:
         return []
     order, sims = candidates(reader, text, known, nearest=nearest, min_similarity=min_similarity)
@@ -87,18 +91,31 @@ def relate(reader: Reader, text: str, known: Sequence[MemoryItem], *, nearest: i
            if named[n] or sims[i] >= sure_similarity or (brief and n in nearest_ones)]
     if not ask:
         return []
-    probs_new = reader.read([text], ["user"])[0].intent_probs
+    # a statement that says two things ("the DBA moved prod to MySQL 8.0, so use window
+    # functions") is also read clause by clause: one clause may be the change
+    parts = _parts(text)
+    readings = reader.read([text, *parts], ["user"] * (1 + len(parts)))
+    probs_new = readings[0].intent_probs
     # worded as a change ("upgraded", "不对", "no longer"), or a pair the head is sure of
-    said_change = float(probs_new[_UPDATE] + probs_new[_CORRECTION])
-    changes = change or said_change >= 0.3
+    said = [float(r.intent_probs[_UPDATE] + r.intent_probs[_CORRECTION]) for r in readings]
+    said_change = max(said)
+    # a clause worded as a change is a change only of what that clause names
+    whole_change = change or said[0] >= 0.3
+    changing = [p for p, x in zip(parts, said[1:], strict=True) if x >= 0.3]
     # a memory is replaced by a new value of one of its clauses only when the statement is
     # worded as a change ("又强调一遍，缩进两个空格" repeats the rule it reads as replacing), and
     # a clause is short, so the pair head is readier to read it as replaced: near sure
     olds = [known[order[n]].text for n in ask]
-    probs = _by_clause(reader, olds, text, probs_new, floor=brief_p) if changes \
-        else reader.relate(olds, text, probs_new)
+    changed = np.array([whole_change or any(_shared(old, p) for p in changing) for old in olds])
+    probs = np.zeros((len(olds), len(PAIR_LABELS)), dtype=np.float32)
+    if (~changed).any():
+        probs[~changed] = reader.relate(list(compress(olds, ~changed)), text, probs_new)
+    if changed.any():
+        probs[changed] = _by_clause(reader, list(compress(olds, changed)), text, probs_new,
+                                    floor=brief_p, news=[(p, r.intent_probs) for p, r in
+                                                         zip(parts, readings[1:], strict=True)])
     found: list[Relation] = []
-    for n, row in zip(ask, probs, strict=True):
+    for n, row, changes in zip(ask, probs, changed.tolist(), strict=True):
         i, shared = order[n], named[n]
         label = int(row.argmax())
         if label == _SAME and _swapped(known[i].text, text):
@@ -148,26 +165,39 @@ def relate(reader: Reader, text: str, known: Sequence[MemoryItem], *, nearest: i
     return sorted(sharing or found, key=lambda r: (r.action == "unsure", -r.p * r.similarity))
 
 
+def _parts(text: str) -> list[str]:
+    """The clauses of a text that says several things, or none."""
+    parts = [c.strip(" ,;，；") for c in clauses(text)]
+    return parts if len(parts) > 1 else []
+
+
 def _by_clause(reader: Reader, olds: Sequence[str], text: str, intent_probs: np.ndarray, *,
-               floor: float) -> np.ndarray:
-    """The pair head's reading of ``text`` against each known text, or against the
-    clause of it that the text most surely replaces, when it does with at least ``floor``:
-    a memory that says two things ("my manager is Ines, she wants a design doc first")
-    reads as compatible with a new value of one of them ("after the reorg I report to
-    Kofi") though that clause is no longer true."""
-    parts = [clauses(old) for old in olds]
-    pieces = [c.strip(" ,;，；") for p in parts if len(p) > 1 for c in p]
-    rows = reader.relate([*olds, *pieces], text, intent_probs)
-    whole, at = rows[:len(olds)].copy(), len(olds)
-    for n, p in enumerate(parts):
-        if len(p) < 2:
+               floor: float, news: Sequence[tuple[str, np.ndarray]] = ()) -> np.ndarray:
+    """The pair head's reading of ``text`` against each known text, or of the clauses
+    that most surely replace one another, when they do with at least ``floor``: a memory
+    that says two things ("my manager is Ines, she wants a design doc first") reads as
+    compatible with a new value of one of them ("after the reorg I report to Kofi")
+    though that clause is no longer true, and so does a statement that says two things
+    (``news``: its clauses with their intent probabilities)."""
+    parts = [_parts(old) for old in olds]
+    pieces = [c for p in parts for c in p]
+    every = [*olds, *pieces]
+    whole = reader.relate(every, text, intent_probs)
+    rows = [whole]
+    for new, probs in news:  # a clause of the statement reads only what it names
+        row = reader.relate(every, new, probs)
+        row[[not _shared(old, new) for old in every]] = 0.0
+        rows.append(row)
+    out = whole[:len(olds)].copy()
+    for n in range(len(olds)):
+        at = len(olds) + sum(len(p) for p in parts[:n])
+        mine = np.concatenate([r[[n, *range(at, at + len(parts[n]))]] for r in rows])[1:]
+        if not len(mine):
             continue
-        mine = rows[at:at + len(p)]
-        at += len(p)
         best = mine[int(mine[:, _SUPERSEDE].argmax())]
-        if best.argmax() == _SUPERSEDE and best[_SUPERSEDE] >= max(floor, whole[n, _SUPERSEDE]):
-            whole[n] = best
-    return whole
+        if best.argmax() == _SUPERSEDE and best[_SUPERSEDE] >= max(floor, out[n, _SUPERSEDE]):
+            out[n] = best
+    return out
 
 
 def candidates(reader: Reader, text: str, known: Sequence[MemoryItem], *, nearest: int = 6,
