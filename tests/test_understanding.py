@@ -101,6 +101,7 @@ def test_a_statement_that_ends_in_a_particle_or_pronoun_object_is_kept() -> None
                                        "shortcuts from now on", role="user")])
     assert any("Zed" in c.text for c in said)
     assert not is_fragment("We format with black, line length 100, keep to that")
+    assert not is_fragment("Wen Li owns the billing service from here on")
 
 
 def test_a_statement_worth_keeping_of_no_clear_kind_is_kept() -> None:

@@ -29,9 +29,9 @@ _DANGLING = frozenset("to and or but the a an of with for in on at from by my yo
 _PREPOSITION = frozenset("of with for in on at from by about like after before over under into "
                          "than without to".split())
 #: Particles that end a phrase after an adverb, a pronoun or a participle ("from now on",
-#: "turn it off", "logged in").
+#: "from here on", "turn it off", "logged in").
 _PARTICLE = frozenset("on in off up out".split())
-_PARTICLE_AFTER = frozenset("now then later it them this that".split())
+_PARTICLE_AFTER = frozenset("now then later here there it them this that".split())
 _ADVERB = frozenset("also always never just still usually often really only mostly sometimes "
                     "actually generally normally typically definitely absolutely strongly much "
                     "kind of totally even finally recently ever soon already".split())
