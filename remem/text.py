@@ -101,7 +101,7 @@ STOPWORDS = frozenset(
 
 
 def stems(words: Iterable[str]) -> set[str]:
-    """Lower-cased words by their English Snowball stems, so that "logging" meets "logs"
+    """Lower-case words by their English Snowball stems, so that "logging" meets "logs"
     and "configure" meets "configuration" but "shortcuts" does not meet "short"; words
     with digits or symbols, and words of other scripts (CJK bigrams), as they are."""
     stemmer = Stemmer.Stemmer("english")  # holds state while it works: one per call

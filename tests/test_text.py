@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from remem.text import estimate_tokens, has_cjk, segment, split_passages, words
+from remem.text import estimate_tokens, has_cjk, segment, split_passages, stem, stems, words
 
 
 def test_segment_turns_chinese_runs_into_overlapping_bigrams() -> None:
@@ -109,3 +109,10 @@ def test_long_chinese_without_punctuation_is_split_too() -> None:
     passages = split_passages(text, 64)
     assert len(passages) >= 10
     assert "".join(p.replace(" ", "") for p in passages) == text
+
+
+def test_word_stems_meet_across_forms_but_not_across_words() -> None:
+    assert stems(["logging", "logs", "logged"]) == {"log"}
+    assert stem("configure") == stem("configuration")
+    assert stem("shortcuts") != stem("short")
+    assert stems(["python3", "依赖", "node.js"]) == {"python3", "依赖", "node.js"}

@@ -49,20 +49,6 @@ def stem(word: str) -> str:
     punctuation around it or a possessive "'s"; other scripts as they are."""
     word = re.sub(r"['’]s$", "", word.lower().strip("'’.-/"))
     return stem_word(word)
-    for suffix in ("'s", "’s"):
-        if word.endswith(suffix):
-            word = word[:-2]
-    if word.endswith("ies") and len(word) > 4:
-        return word[:-3] + "y"
-    if word.endswith(("ches", "shes", "sses", "xes", "zes")):
-        return word[:-2]
-    if word.endswith("s") and not word.endswith("ss"):
-        return word[:-1]
-    if word.endswith("ing") and len(word) > 5:
-        return word[:-3]
-    if word.endswith("ed") and len(word) > 4:
-        return word[:-2]
-    return word
 
 
 @dataclass(frozen=True)
