@@ -8,7 +8,12 @@ tool call and must start in milliseconds (:mod:`remem.daemon.client`).
 from __future__ import annotations
 
 import sys
-from typing import Any
+
+# not ``typing``: ``remem hook`` comes through here on every tool call, and typing (with
+# the re it loads) costs it milliseconds
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from typing import Any
 
 __all__ = ["app", "main"]
 
@@ -53,7 +58,14 @@ def main() -> None:
     """Run the ``remem`` command line."""
     args = sys.argv[1:]
     if args[:1] == ["hook"] and not {"-h", "--help"} & set(args):
+        import os
+
         from ..daemon.client import main as hook_main
 
-        raise SystemExit(hook_main(args[1:]))
+        code = hook_main(args[1:])
+        sys.stdout.flush()
+        sys.stderr.flush()
+        # everything the hook wrote is flushed or fsynced: tearing down the interpreter
+        # would only cost each hook a few more milliseconds
+        os._exit(code)
     _app()(prog_name="remem")

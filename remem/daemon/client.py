@@ -21,13 +21,12 @@ The spool and the socket live in private folders (mode 0700): the spool under
 
 from __future__ import annotations
 
+import _socket  # socket's C module: socket itself loads enum and selectors
 import fcntl
-import hashlib
 import io
 import json
 import os
 import select
-import socket
 import stat
 import sys
 import time
@@ -45,6 +44,16 @@ from ..integrations.hook_events import (
 # Only what a hook needs is imported here: every module costs each hook its import time
 # (argparse, dataclasses, pathlib, subprocess, threading and typing together cost more
 # than Python's own start). The credential masking is loaded by the hooks that spool.
+
+# hashlib loads OpenSSL for this one digest, which costs a hook more than the rest of
+# its imports; the built-in module gives the same digest
+try:
+    from _sha256 import sha256  # type: ignore[import-not-found]  (Python 3.11)
+except ImportError:  # pragma: no cover - other versions
+    try:
+        from _sha2 import sha256  # type: ignore[import-not-found,no-redef]  (3.12 and later)
+    except ImportError:
+        from hashlib import sha256  # type: ignore[assignment]
 
 #: Characters of a command's output (and of an error or a message) a record keeps.
 _TAIL = 4000
@@ -81,12 +90,12 @@ def endpoint(db: str | os.PathLike[str] | None = None,
                       if k.startswith("REMEM_") and k not in ("REMEM_HOOK_DEADLINE_S", "REMEM_DAEMON"))
     from .. import __version__
 
-    key = hashlib.sha256(json.dumps([__version__, store, settings]).encode()).hexdigest()[:16]
+    key = sha256(json.dumps([__version__, store, settings]).encode()).hexdigest()[:16]
     runtime = env.get("XDG_RUNTIME_DIR")
     run = os.path.join(runtime, "remem") if runtime else f"/tmp/remem-{os.getuid()}"
     home = env.get("REMEM_HOME") or os.path.join(env.get("HOME") or os.path.expanduser("~"), ".remem")
     # records are the store's, whatever the settings: one spool per store file
-    spool_key = hashlib.sha256(json.dumps(store).encode()).hexdigest()[:16]
+    spool_key = sha256(json.dumps(store).encode()).hexdigest()[:16]
     return Endpoint(key=key, socket=os.path.join(run, f"{key}.sock"),
                     spool=os.path.join(home, "spool", spool_key), lock=os.path.join(run, f"{key}.lock"),
                     log=os.path.join(run, f"{key}.log"), db=store)
@@ -94,7 +103,8 @@ def endpoint(db: str | os.PathLike[str] | None = None,
 
 def ask_daemon(ep: Endpoint, message: dict[str, object], timeout: float) -> dict[str, object] | None:
     """Send one message to the daemon and return its answer; None when no daemon listens."""
-    with socket.socket(socket.AF_UNIX, socket.SOCK_STREAM) as sock:
+    sock = _socket.socket(_socket.AF_UNIX, _socket.SOCK_STREAM)
+    try:
         sock.settimeout(max(0.01, timeout))
         try:
             private_folder(os.path.dirname(ep.socket))
@@ -108,6 +118,8 @@ def ask_daemon(ep: Endpoint, message: dict[str, object], timeout: float) -> dict
             if not chunk:
                 break
             data += chunk
+    finally:
+        sock.close()
     answer = json.loads(data.decode()) if data.strip() else None
     return answer if isinstance(answer, dict) else None
 
