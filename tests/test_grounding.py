@@ -57,6 +57,22 @@ def test_a_memory_that_keeps_whom_it_is_about_is_not_refused() -> None:
     assert refused is not None and refused.startswith("wrong subject")
 
 
+def test_what_the_speaker_says_of_themselves_first_is_theirs_whatever_follows() -> None:
+    turn = [EpisodeIn("u1", "I'm on Arch, so if you send me install steps, pacman please, not apt",
+                      role="user")]
+    mine = cand("User is on Arch, so if you send the user install steps, pacman please, not apt",
+                "user", "u1", kind="preference")
+    assert verdict(mine, turn) is None
+    zh = [EpisodeIn("z1", "我用 Fedora，所以你给我装包命令的时候用 dnf", role="user")]
+    assert verdict(cand("用户用 Fedora，所以你给用户装包命令的时候用 dnf", "user", "z1",
+                        kind="preference"), zh) is None
+    # what opens with the one spoken to is still said of them
+    turn = [EpisodeIn("u2", "you like tabs, fine, but I stick with spaces", role="user")]
+    refused = verdict(cand("You like tabs, fine, but the user sticks with spaces", "user", "u2",
+                           kind="preference"), turn)
+    assert refused is not None and refused.startswith("wrong subject")
+
+
 def test_chinese_attribution_follows_the_speaker_and_the_people_named() -> None:
     refused = verdict(cand("李强三月调到了支付组", "李强", "w1"), CHAT_ZH)
     assert refused is not None and refused.startswith("wrong subject")

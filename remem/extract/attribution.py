@@ -152,6 +152,11 @@ def misattributed(text: str, subject: str, cited: Sequence[EpisodeIn],
         left -= took
         clause = max(turn_clauses, key=lambda c: len(took & {t.text for t in c.tokens}))
         kind, word = _actor(clause, took, names)
+        opening = next((c for c in turn_clauses if took & {t.text for t in content(c.tokens)}), clause)
+        if kind != "speaker" and _same(ep.speaker, subject) and _actor(opening, took, names)[0] == "speaker":
+            # what the candidate took opens with the speaker ("I use Neovim, so when you give
+            # me config, lua please"): the clauses after it qualify what they say of themselves
+            kind, word = "speaker", ""
         if ep.is_agent:
             if not _assented(ep, subject, cited):
                 return (f"what it says of {subject!r} comes from the {ep.role or 'agent'}'s turn, "
