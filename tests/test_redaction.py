@@ -175,6 +175,19 @@ def test_redaction_can_be_turned_off_and_a_bad_policy_is_refused(tmp_path: Path)
         assert m.list(user_id="alice", include_episodes=True)[0].text.endswith("0321")
 
 
+@pytest.mark.parametrize(("value", "text"), [
+    ("Marigold-2291", "vpn: user jdoe, password Marigold-2291"),
+    ("Qx7#harbor", "账号 ops 密码 Qx7#harbor 别外传"),
+    ("wintr!Fox9", "SSHPASS=wintr!Fox9 sshpass -e rsync -a build/ pi@10.0.0.7:/srv"),
+    ("ledger_55Kite", "export MYSQL_PWD=ledger_55Kite"),
+    ("Pelican^88", "just use Pelican^88 as the admin password for now"),
+    ("Brook-Lantern-7", "pw for the staging grafana -> Brook-Lantern-7"),
+    ("Tq4*rivet", "测试库的口令改成了 Tq4*rivet"),
+])
+def test_a_password_given_without_saying_is_is_masked(value: str, text: str) -> None:
+    assert value not in Redactor().text(text)
+
+
 @pytest.mark.parametrize("text", [
     "card 4539 1488 0343 6468 fails its Luhn check",   # one digit off
     "IBAN DE89370400440532013001 fails mod 97",
@@ -186,6 +199,11 @@ def test_redaction_can_be_turned_off_and_a_bad_policy_is_refused(tmp_path: Path)
     "token_count = len(tokenizer.encode(text))",
     "数据库的密码策略改成至少十六位。",
     "(id m_01a2342707345470a26f90)",                  # a Luhn-valid digit run inside an id
+    "PASSWORD_MIN_LENGTH=12 and the password reset link expires in 30 minutes",
+    "the password-protected archive and the pw_input2 field",
+    "GITHUB_TOKEN=${{ secrets.GITHUB_TOKEN }} npm publish",
+    "use v2.3.1 as the token format",
+    "密码 长度至少 12 位",
 ])
 def test_ordinary_text_is_left_as_it_is(text: str) -> None:
     assert Redactor().text(text) == text

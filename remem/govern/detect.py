@@ -49,18 +49,31 @@ _USERPASS_FLAG = re.compile(r"(?<!\S)(?:-u|--user)\s+[^\s:/]+:(?P<value>[^\s\"'/
 _AUTH_HEADER = re.compile(r"(?i)\b(?:bearer|basic|token|apikey)\s+(?P<value>[A-Za-z0-9._~+/=-]{12,})")
 _SAID = re.compile(
     r"(?i)\b(?:password|passphrase|passcode|passwd|pin|pw|secret|api[ _-]?key|token)s?\b"
-    r"(?:\s+(?:for|of|to|on|at)\s+[^\n,;:]{1,40}?)?\s*(?:is|was|are|=|:|to|becomes|now)\s+"
+    r"(?:\s+(?:for|of|to|on|at)\s+[^\n,;:]{1,40}?)?\s*(?:is|was|are|=|:|to|becomes|now|->|=>|→)\s+"
     r"(?:now\s+|still\s+|just\s+)?(?P<q>[\"'`]?)(?P<value>[^\s\"'`]{3,}?)(?P=q)(?=[\s,;)!?]|\.(?:\s|$)|$)")
 # "my password is ...": whose it is makes what follows its value, even a plain word
 _POSSESSIVE = re.compile(r"(?i)\b(?:my|our|your|his|her|their|\w+'s)\s+(?:\w+\s+){0,2}$")
-_SAID_ZH = re.compile(r"(?:密码|口令|密钥|令牌|秘钥)[^\n，。]{0,12}?(?:是|为|：|:)\s*"
+# "密码是 X", and "口令改成了 X" when what follows is no Chinese ("密码策略改成至少十六位")
+_SAID_ZH = re.compile(r"(?:密码|口令|密钥|令牌|秘钥)[^\n，。]{0,12}?"
+                      r"(?:是|为|：|:|(?:改成了?|换成了?|设成了?|->)(?=\s*[!-~]))\s*"
                       r"(?P<value>[^\s，。,]{3,})")
+# a password named and then given with nothing between ("user admin, password Tulip-88",
+# "账号 admin 密码 Tulip-88"): only a value no one would write as a word
+_NAMED = re.compile(r"(?i)(?:\b(?:password|passphrase|passcode|passwd|pwd|pw)\s+|(?:密码|口令)\s*)"
+                    r"(?P<q>[\"'`]?)(?P<value>[^\s\"'`，。,;]{6,})(?P=q)")
+# "use Tulip-88 as the password"
+_USED_AS = re.compile(r"(?i)\b(?:use|used|using|set|try)\s+(?P<q>[\"'`]?)(?P<value>[^\s\"'`]{4,})(?P=q)"
+                      r"\s+as\s+(?:the\s+|my\s+|our\s+|a\s+)?(?:\w+\s+)?"
+                      r"(?:password|passphrase|passcode|pw|pin|secret|token)\b")
+# an environment variable whose name ends in a password's (SSHPASS=..., MYSQL_PWD=...)
+_ENV_PASS = re.compile(r"(?<![\w.-])[A-Z][A-Z0-9_]*(?:PASS|PASSWD|PWD|PASSWORD|SECRET|TOKEN)[A-Z0-9_]*="
+                       r"(?P<q>[\"']?)(?P<value>[^\s\"']+)(?P=q)")
 _VENDOR = re.compile(r"(?<![A-Za-z0-9])[A-Za-z][A-Za-z0-9]{1,9}(?:[_-][A-Za-z0-9]{2,10}){0,2}[_-]"
                      r"(?P<value>[A-Za-z0-9_-]{16,})")
 _HASH_NAME = re.compile(r"(?i)(?:sha\d*|md5|blake\w*|crc\d*|xxh\w*|integrity)[_-]")
 _HEX_RUN = re.compile(r"[0-9a-f]{32,}|[0-9A-F]{32,}")
 _TOKEN = re.compile(r"[A-Za-z0-9+/=_-]{20,}")
-_PLACEHOLDER = re.compile(r"^(?:\$\{?\w+\}?|<[^>]*>|\{\{.*\}\}|\*+|x+|\.+|%\(?\w+\)?s?|"
+_PLACEHOLDER = re.compile(r"^(?:\$\{?\w+\}?|\$\{\{.*|<[^>]*>|\{\{.*\}\}|\*+|x+|\.+|%\(?\w+\)?s?|"
                           r"(?:os\.)?environ.*|getenv.*|process\.env.*|true|false|null|none|"
                           r"\[redacted[^\]]*\]|\[\w+:sha256:[0-9a-f]+\])$", re.IGNORECASE)
 
@@ -171,7 +184,7 @@ def _credentials(text: str, entropy_ratio: float) -> Iterator[Span]:
         group = "quoted" if m.group("quoted") is not None else "bare"
         if _secret_value(m.group(group)) and (group == "quoted" or _bare_secret(text, m)):
             yield m.start(group), m.end(group), "credential"
-    for pattern in (_FLAG, _SSHPASS, _USERPASS_FLAG, _AUTH_HEADER, _SAID_ZH):
+    for pattern in (_FLAG, _SSHPASS, _USERPASS_FLAG, _AUTH_HEADER, _SAID_ZH, _USED_AS, _ENV_PASS):
         for m in pattern.finditer(text):
             if _secret_value(m.group("value")):
                 yield m.start("value"), m.end("value"), "credential"
@@ -183,6 +196,9 @@ def _credentials(text: str, entropy_ratio: float) -> Iterator[Span]:
         if m.group("q") == "" and _computed(text, m, "value"):
             continue
         if _secret_value(value) and (m.group("q") or owned or not _WORD.fullmatch(value)):
+            yield m.start("value"), m.end("value"), "credential"
+    for m in _NAMED.finditer(text):
+        if _secret_value(m.group("value")) and _password_shaped(m.group("value")):
             yield m.start("value"), m.end("value"), "credential"
     for line in _lines(text):
         start, body = line
@@ -198,6 +214,17 @@ def _credentials(text: str, entropy_ratio: float) -> Iterator[Span]:
     for m in _TOKEN.finditer(text):
         if not _HASH_NAME.match(m.group()) and random_looking(m.group(), min_length=20, ratio=entropy_ratio):
             yield m.start(), m.end(), "credential"
+
+
+def _password_shaped(value: str) -> bool:
+    """Letters with digits or symbols, or a long run of digits: what a person picks as a
+    password, and not a word of prose ("password policy", "password-protected")."""
+    value = value.rstrip(".,;:!?)")
+    if value.isdigit():
+        return len(value) >= 6
+    letters = sum(c.isalpha() for c in value)
+    others = sum(not c.isalpha() and c not in "-_" for c in value)
+    return letters >= 2 and others >= 1 and not _VERSION.fullmatch(value)
 
 
 def _bare_secret(text: str, m: re.Match[str]) -> bool:
