@@ -48,10 +48,10 @@ from ..integrations.hook_events import (
 # hashlib loads OpenSSL for this one digest, which costs a hook more than the rest of
 # its imports; the built-in module gives the same digest
 try:
-    from _sha256 import sha256  # type: ignore[import-not-found]  (Python 3.11)
+    from _sha256 import sha256  # type: ignore[import-not-found]  # Python 3.11
 except ImportError:  # pragma: no cover - other versions
     try:
-        from _sha2 import sha256  # type: ignore[import-not-found,no-redef]  (3.12 and later)
+        from _sha2 import sha256  # type: ignore[import-not-found,no-redef]  # 3.12 on
     except ImportError:
         from hashlib import sha256  # type: ignore[assignment]
 
