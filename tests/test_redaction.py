@@ -202,6 +202,7 @@ def test_a_password_given_without_saying_is_is_masked(value: str, text: str) -> 
     "PASSWORD_MIN_LENGTH=12 and the password reset link expires in 30 minutes",
     "the password-protected archive and the pw_input2 field",
     "GITHUB_TOKEN=${{ secrets.GITHUB_TOKEN }} npm publish",
+    "COMPASS_HEADING=north PASSTHROUGH_MODE=strict ./run.sh",
     "use v2.3.1 as the token format",
     "密码 长度至少 12 位",
 ])

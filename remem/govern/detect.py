@@ -65,8 +65,9 @@ _NAMED = re.compile(r"(?i)(?:\b(?:password|passphrase|passcode|passwd|pwd|pw)\s+
 _USED_AS = re.compile(r"(?i)\b(?:use|used|using|set|try)\s+(?P<q>[\"'`]?)(?P<value>[^\s\"'`]{4,})(?P=q)"
                       r"\s+as\s+(?:the\s+|my\s+|our\s+|a\s+)?(?:\w+\s+)?"
                       r"(?:password|passphrase|passcode|pw|pin|secret|token)\b")
-# an environment variable whose name ends in a password's (SSHPASS=..., MYSQL_PWD=...)
-_ENV_PASS = re.compile(r"(?<![\w.-])[A-Z][A-Z0-9_]*(?:PASS|PASSWD|PWD|PASSWORD|SECRET|TOKEN)[A-Z0-9_]*="
+# an environment variable whose name ends as a password's does (SSHPASS=..., MYSQL_PWD=...;
+# not PASSTHROUGH_MODE=..., CSRF_TOKEN_NAME=...)
+_ENV_PASS = re.compile(r"(?<![\w.-])[A-Z][A-Z0-9_]*(?:PASS|PASSWD|PWD|PASSWORD|SECRET|TOKEN)\d*="
                        r"(?P<q>[\"']?)(?P<value>[^\s\"']+)(?P=q)")
 _VENDOR = re.compile(r"(?<![A-Za-z0-9])[A-Za-z][A-Za-z0-9]{1,9}(?:[_-][A-Za-z0-9]{2,10}){0,2}[_-]"
                      r"(?P<value>[A-Za-z0-9_-]{16,})")
