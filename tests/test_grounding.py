@@ -66,11 +66,17 @@ def test_what_the_speaker_says_of_themselves_first_is_theirs_whatever_follows() 
     zh = [EpisodeIn("z1", "我用 Fedora，所以你给我装包命令的时候用 dnf", role="user")]
     assert verdict(cand("用户用 Fedora，所以你给用户装包命令的时候用 dnf", "user", "z1",
                         kind="preference"), zh) is None
-    # what opens with the one spoken to is still said of them
-    turn = [EpisodeIn("u2", "you like tabs, fine, but I stick with spaces", role="user")]
-    refused = verdict(cand("You like tabs, fine, but the user sticks with spaces", "user", "u2",
-                           kind="preference"), turn)
-    assert refused is not None and refused.startswith("wrong subject")
+    # what opens with the one spoken to, or goes on about someone else, is still theirs
+    for said, rewrite in [
+            ("you like tabs, fine, but I stick with spaces",
+             "You like tabs, fine, but the user sticks with spaces"),
+            ("I'm fine with nuts, but my son is allergic to peanuts", "User is allergic to peanuts"),
+            ("I code in Go, but my teammate Ines writes Rust every day",
+             "User codes in Go and writes Rust every day"),
+            ("我喜欢爬山，他喜欢跑马拉松", "用户喜欢爬山和跑马拉松")]:
+        refused = verdict(cand(rewrite, "user", "u2", kind="preference"),
+                          [EpisodeIn("u2", said, role="user")])
+        assert refused is not None and refused.startswith("wrong subject"), said
 
 
 def test_chinese_attribution_follows_the_speaker_and_the_people_named() -> None:

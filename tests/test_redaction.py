@@ -183,6 +183,7 @@ def test_redaction_can_be_turned_off_and_a_bad_policy_is_refused(tmp_path: Path)
     ("Pelican^88", "just use Pelican^88 as the admin password for now"),
     ("Brook-Lantern-7", "pw for the staging grafana -> Brook-Lantern-7"),
     ("Tq4*rivet", "测试库的口令改成了 Tq4*rivet"),
+    ("gale Rock 51", "export REDIS_PASS='gale Rock 51'"),
 ])
 def test_a_password_given_without_saying_is_is_masked(value: str, text: str) -> None:
     assert value not in Redactor().text(text)
@@ -202,7 +203,11 @@ def test_a_password_given_without_saying_is_is_masked(value: str, text: str) -> 
     "PASSWORD_MIN_LENGTH=12 and the password reset link expires in 30 minutes",
     "the password-protected archive and the pw_input2 field",
     "GITHUB_TOKEN=${{ secrets.GITHUB_TOKEN }} npm publish",
-    "COMPASS_HEADING=north PASSTHROUGH_MODE=strict ./run.sh",
+    "COMPASS_HEADING=north PASSTHROUGH_MODE=strict CACHE_BYPASS=enabled ./run.sh",
+    "GH_TOKEN=$(gh auth token) gh pr list; NPM_TOKEN=${NPM_TOKEN:-} npm ci",
+    "use argon2id as the password hasher and HS256 as the token algorithm",
+    "password varchar(255) NOT NULL, password_hint (optional)",
+    "令牌改成了 Bearer，密码改成了 MD5 加盐",
     "use v2.3.1 as the token format",
     "密码 长度至少 12 位",
 ])

@@ -116,6 +116,17 @@ def _actor(clause: Clause, aligned: set[str], names: Sequence[str]) -> tuple[str
     return "speaker", ""
 
 
+def _asks_for_self(clause: Clause, turn_clauses: Sequence[Clause], took: set[str],
+                   names: Sequence[str]) -> bool:
+    """Whether a clause said to the one spoken to comes after the first clause the candidate
+    took words from, that one said of the speaker, and is itself about the speaker ("... so
+    when you give me config", "你给我命令的时候")."""
+    opening = next((c for c in turn_clauses if took & {t.text for t in content(c.tokens)}), clause)
+    if opening is clause or _actor(opening, took, names)[0] != "speaker":
+        return False
+    return any(kind == "first" for _, kind, _ in _refs(clause, clause.start + len(clause.text), names))
+
+
 def _aligned(cand: Sequence[Token], turn: Sequence[Token]) -> set[str]:
     return {t.text for t in content(cand)} & {t.text for t in content(turn)}
 
@@ -152,10 +163,10 @@ def misattributed(text: str, subject: str, cited: Sequence[EpisodeIn],
         left -= took
         clause = max(turn_clauses, key=lambda c: len(took & {t.text for t in c.tokens}))
         kind, word = _actor(clause, took, names)
-        opening = next((c for c in turn_clauses if took & {t.text for t in content(c.tokens)}), clause)
-        if kind != "speaker" and _same(ep.speaker, subject) and _actor(opening, took, names)[0] == "speaker":
-            # what the candidate took opens with the speaker ("I use Neovim, so when you give
-            # me config, lua please"): the clauses after it qualify what they say of themselves
+        if (kind == "addressee" and _same(ep.speaker, subject)
+                and _asks_for_self(clause, turn_clauses, took, names)):
+            # "I use Neovim, so when you give me config, lua please": what the one spoken
+            # to should do for the speaker qualifies what the speaker says of themselves
             kind, word = "speaker", ""
         if ep.is_agent:
             if not _assented(ep, subject, cited):

@@ -53,22 +53,23 @@ _SAID = re.compile(
     r"(?:now\s+|still\s+|just\s+)?(?P<q>[\"'`]?)(?P<value>[^\s\"'`]{3,}?)(?P=q)(?=[\s,;)!?]|\.(?:\s|$)|$)")
 # "my password is ...": whose it is makes what follows its value, even a plain word
 _POSSESSIVE = re.compile(r"(?i)\b(?:my|our|your|his|her|their|\w+'s)\s+(?:\w+\s+){0,2}$")
-# "密码是 X", and "口令改成了 X" when what follows is no Chinese ("密码策略改成至少十六位")
-_SAID_ZH = re.compile(r"(?:密码|口令|密钥|令牌|秘钥)[^\n，。]{0,12}?"
-                      r"(?:是|为|：|:|(?:改成了?|换成了?|设成了?|->)(?=\s*[!-~]))\s*"
+_SAID_ZH = re.compile(r"(?:密码|口令|密钥|令牌|秘钥)[^\n，。]{0,12}?(?:是|为|：|:)\s*"
                       r"(?P<value>[^\s，。,]{3,})")
 # a password named and then given with nothing between ("user admin, password Tulip-88",
-# "账号 admin 密码 Tulip-88"): only a value no one would write as a word
-_NAMED = re.compile(r"(?i)(?:\b(?:password|passphrase|passcode|passwd|pwd|pw)\s+|(?:密码|口令)\s*)"
+# "账号 admin 密码 Tulip-88"), or said to have changed to one ("口令改成了 Tulip-88"); counted
+# only when the value looks picked as a password (see _password_shaped)
+_NAMED = re.compile(r"(?i)(?:\b(?:password|passphrase|passcode|passwd|pwd|pw)\s+|(?:密码|口令)\s*"
+                    r"|(?:密码|口令|密钥|令牌|秘钥)[^\n，。]{0,12}?(?:改成了?|换成了?|设成了?|改为)\s*)"
                     r"(?P<q>[\"'`]?)(?P<value>[^\s\"'`，。,;]{6,})(?P=q)")
-# "use Tulip-88 as the password"
+# "use Tulip-88 as the password" (not "use argon2id as the password hasher")
 _USED_AS = re.compile(r"(?i)\b(?:use|used|using|set|try)\s+(?P<q>[\"'`]?)(?P<value>[^\s\"'`]{4,})(?P=q)"
-                      r"\s+as\s+(?:the\s+|my\s+|our\s+|a\s+)?(?:\w+\s+)?"
-                      r"(?:password|passphrase|passcode|pw|pin|secret|token)\b")
-# an environment variable whose name ends as a password's does (SSHPASS=..., MYSQL_PWD=...;
-# not PASSTHROUGH_MODE=..., CSRF_TOKEN_NAME=...)
-_ENV_PASS = re.compile(r"(?<![\w.-])[A-Z][A-Z0-9_]*(?:PASS|PASSWD|PWD|PASSWORD|SECRET|TOKEN)\d*="
-                       r"(?P<q>[\"']?)(?P<value>[^\s\"']+)(?P=q)")
+                      r"\s+as\s+(?:the\s+|my\s+|our\s+|a\s+)?(?:\w+\s+)?(?:password|passphrase|passcode|pw)"
+                      r"(?=\s*(?:$|[.,;:!?)]|(?:for|on|in|to|now|here|there|and|but)\b))")
+# an environment variable named as a password is (SSHPASS=..., MYSQL_PWD=..., API_TOKEN="...";
+# not COMPASS=..., PASSTHROUGH_MODE=...), its value given, not computed ($(...), `...`, ${...})
+_ENV_PASS = re.compile(r"(?<![\w.-])(?:[A-Z][A-Z0-9]*_)*(?:SSHPASS|PGPASSWORD|PASS|PASSWD|PWD|PASSWORD|"
+                       r"SECRET|TOKEN)\d*=(?:(?P<q>[\"'])(?!\$)(?P<quoted>[^\"'\n$`]+)(?P=q)"
+                       r"|(?P<bare>[^\s\"'`$][^\s\"'`]*))")
 _VENDOR = re.compile(r"(?<![A-Za-z0-9])[A-Za-z][A-Za-z0-9]{1,9}(?:[_-][A-Za-z0-9]{2,10}){0,2}[_-]"
                      r"(?P<value>[A-Za-z0-9_-]{16,})")
 _HASH_NAME = re.compile(r"(?i)(?:sha\d*|md5|blake\w*|crc\d*|xxh\w*|integrity)[_-]")
@@ -185,10 +186,14 @@ def _credentials(text: str, entropy_ratio: float) -> Iterator[Span]:
         group = "quoted" if m.group("quoted") is not None else "bare"
         if _secret_value(m.group(group)) and (group == "quoted" or _bare_secret(text, m)):
             yield m.start(group), m.end(group), "credential"
-    for pattern in (_FLAG, _SSHPASS, _USERPASS_FLAG, _AUTH_HEADER, _SAID_ZH, _USED_AS, _ENV_PASS):
+    for pattern in (_FLAG, _SSHPASS, _USERPASS_FLAG, _AUTH_HEADER, _SAID_ZH):
         for m in pattern.finditer(text):
             if _secret_value(m.group("value")):
                 yield m.start("value"), m.end("value"), "credential"
+    for m in _ENV_PASS.finditer(text):
+        group = "quoted" if m.group("quoted") is not None else "bare"
+        if _secret_value(m.group(group)):
+            yield m.start(group), m.end(group), "credential"
     for m in _SAID.finditer(text):
         value = m.group("value")
         # an ordinary lowercase word after "the password is" is a description ("wrong",
@@ -198,9 +203,11 @@ def _credentials(text: str, entropy_ratio: float) -> Iterator[Span]:
             continue
         if _secret_value(value) and (m.group("q") or owned or not _WORD.fullmatch(value)):
             yield m.start("value"), m.end("value"), "credential"
-    for m in _NAMED.finditer(text):
-        if _secret_value(m.group("value")) and _password_shaped(m.group("value")):
-            yield m.start("value"), m.end("value"), "credential"
+    for pattern in (_NAMED, _USED_AS):
+        for m in pattern.finditer(text):
+            if _secret_value(m.group("value")) and (_password_shaped(m.group("value")) or (
+                    m.group("q") and not _computed(text, m, "value"))):
+                yield m.start("value"), m.end("value"), "credential"
     for line in _lines(text):
         start, body = line
         if _USER_FLAG.search(body):
@@ -218,14 +225,16 @@ def _credentials(text: str, entropy_ratio: float) -> Iterator[Span]:
 
 
 def _password_shaped(value: str) -> bool:
-    """Letters with digits or symbols, or a long run of digits: what a person picks as a
-    password, and not a word of prose ("password policy", "password-protected")."""
+    """Three of lower case, upper case, digits and symbols, or a long run of digits: what
+    a person picks as a password, and not a word or a term of prose ("password policy",
+    "varchar(255)", "sha512-crypt", "min-length=12")."""
     value = value.rstrip(".,;:!?)")
     if value.isdigit():
         return len(value) >= 6
-    letters = sum(c.isalpha() for c in value)
-    others = sum(not c.isalpha() and c not in "-_" for c in value)
-    return letters >= 2 and others >= 1 and not _VERSION.fullmatch(value)
+    if value.startswith(("(", "[", "{")) or "=" in value or _VERSION.fullmatch(value):
+        return False
+    symbols = any(not c.isalnum() and c not in "-_.()[]{}+" for c in value)
+    return _classes(value) + symbols >= 3
 
 
 def _bare_secret(text: str, m: re.Match[str]) -> bool:
