@@ -55,7 +55,7 @@ def __getattr__(name: str) -> Any:
 
 
 def main() -> None:
-    """Run the ``remem`` command line."""
+    """Run the ``remem`` command line (``remem hook ...`` ends the process when it is done)."""
     args = sys.argv[1:]
     if args[:1] == ["hook"] and not {"-h", "--help"} & set(args):
         import os
