@@ -36,7 +36,7 @@ _URL_PASSWORD = re.compile(r"\b[a-z][a-z0-9+.-]*://[^\s:/@]*:([^\s@/]+)@", re.IG
 # a secret-sounding name: long enough words anywhere, short ones only as a whole part
 # (a name starts where a word does: tried from inside a long run of letters, the runs of
 # [\w.-] made a text of 5,000 letters take seconds)
-_SECRET_NAME = (r"(?<![\w.-])(?:[\w.-]*(?:password|passwd|passphrase|secret|token(?!s)|api[_-]?key|"
+_SECRET_NAME = (r"(?<![\w.-])(?:[\w.-]*(?:password|passwd|passphrase|sshpass|secret|token(?!s)|api[_-]?key|"
                 r"apikey|access[_-]?key|private[_-]?key|credentials?|auth[_-]?key)[\w.-]*"
                 r"|(?<![A-Za-z])(?:[\w.-]+[_.-])?(?:pass|pwd|pw|pin|key|auth)(?![A-Za-z]))")
 _ASSIGNED = re.compile(
@@ -67,11 +67,6 @@ _NAMED = re.compile(r"(?i)(?:\b(?:password|passphrase|passcode|passwd|pwd|pw)\s+
 _USED_AS = re.compile(r"(?i)\b(?:use|used|using|set|try)\s+(?P<q>[\"'`]?)(?P<value>[^\s\"'`]{4,})(?P=q)"
                       r"\s+as\s+(?:the\s+|my\s+|our\s+|a\s+)?(?:\w+\s+)?(?:password|passphrase|passcode|pw)"
                       r"(?=\s*(?:$|[.,;:!?)]|(?:for|on|in|to|now|here|there|and|but)\b))")
-# an environment variable named as a password is (SSHPASS=..., MYSQL_PWD=..., API_TOKEN="...";
-# not COMPASS=..., PASSTHROUGH_MODE=...), its value given, not computed ($(...), `...`, ${...})
-_ENV_PASS = re.compile(r"(?<![\w.-])(?:[A-Z][A-Z0-9]*_)*(?:SSHPASS|PGPASSWORD|PASS|PASSWD|PWD|PASSWORD|"
-                       r"SECRET|TOKEN)\d*=(?:(?P<q>[\"'])(?!\$)(?P<quoted>[^\"'\n$`]+)(?P=q)"
-                       r"|(?P<bare>[^\s\"'`$][^\s\"'`]*))")
 _VENDOR = re.compile(r"(?<![A-Za-z0-9])[A-Za-z][A-Za-z0-9]{1,9}(?:[_-][A-Za-z0-9]{2,10}){0,2}[_-]"
                      r"(?P<value>[A-Za-z0-9_-]{16,})")
 _HASH_NAME = re.compile(r"(?i)(?:sha\d*|md5|blake\w*|crc\d*|xxh\w*|integrity)[_-]")
@@ -192,10 +187,6 @@ def _credentials(text: str, entropy_ratio: float) -> Iterator[Span]:
         for m in pattern.finditer(text):
             if _secret_value(m.group("value")):
                 yield m.start("value"), m.end("value"), "credential"
-    for m in _ENV_PASS.finditer(text):
-        group = "quoted" if m.group("quoted") is not None else "bare"
-        if _secret_value(m.group(group)):
-            yield m.start(group), m.end(group), "credential"
     for m in _SAID.finditer(text):
         value = m.group("value")
         # an ordinary lowercase word after "the password is" is a description ("wrong",
